@@ -1,0 +1,190 @@
+/**
+ * The engine manifest: a JSONC file with one entry per engine, giving the command that starts it
+ * and the Description fields it must match.
+ *
+ * ```jsonc
+ * {
+ *   "engines": {
+ *     "explorer": {
+ *       // argv, no shell; a first element "deno" means the Deno running the host
+ *       "command": ["deno", "run", "explorer.ts"],
+ *       "cwd": ".",                  // relative to the manifest's directory (the default)
+ *       "env": { "EXPLORER_LOG": "1" },
+ *       "protocol": 1,
+ *       "answers": ["outcomes", "holds", "satisfiable"],
+ *       "subjects": ["action"],
+ *       "bounds": ["depth", "steps", "runs"],
+ *       "witness": "schedule",
+ *       "model": ["graphs:1"],
+ *       "authority": "proved",
+ *       "concurrent": false
+ *     }
+ *   }
+ * }
+ * ```
+ *
+ * The child gets a clean environment: only `HOME LOGNAME PATH SHELL TERM USER LANG TMPDIR DENO_DIR
+ * NO_COLOR` from the host (when set) plus the entry's `env`, so host secrets do not leak into an
+ * engine by default.
+ *
+ * @module
+ */
+import { parse, type ParseError, printParseErrorCode } from "jsonc-parser";
+import { dirname, resolve } from "node:path";
+import { z } from "zod";
+import { EngineError } from "./errors.ts";
+import {
+  BOUND_NAMES,
+  formatIssues,
+  MODEL_FORM_PATTERN,
+  QUESTION_KINDS,
+  STRENGTHS,
+  WITNESS_KINDS,
+} from "./schema.ts";
+import type { BoundName, ModelForm, QuestionKind, Strength, WitnessKind } from "./types.ts";
+
+/** One engine of a manifest, with paths resolved. */
+export interface EngineEntry {
+  /** The engine's name in the manifest. */
+  name: string;
+  /** Program and arguments; no shell is involved. */
+  command: string[];
+  /** Working directory, absolute. */
+  cwd: string;
+  /** Variables added to the child's environment. */
+  env: Record<string, string>;
+  /** The protocol version the engine must speak. */
+  protocol: number;
+  /** The question kinds it must answer. */
+  answers: QuestionKind[];
+  /** The declaration kinds it must answer about. */
+  subjects?: string[];
+  /** The bounds it must take; `run` sends exactly these. */
+  bounds?: BoundName[];
+  /** The witness kind it must return. */
+  witness?: WitnessKind;
+  /** The model forms it must take; the host sends the model in these forms. */
+  model?: ModelForm[];
+  /** The strongest claim that may stand; absent caps every verdict at `observed`. */
+  authority?: Strength;
+  /** Whether it must take more than one request at a time. */
+  concurrent?: boolean;
+}
+
+/** A loaded manifest. */
+export interface Manifest {
+  /** Where it was read from, when it was read from a file. */
+  path?: string;
+  /** Its engines by name. */
+  engines: Record<string, EngineEntry>;
+}
+
+/** The model forms the host serves; `rdf` and other graph versions are refused. */
+export const SERVED_MODEL_FORMS: readonly string[] = ["sources", "graphs:1"];
+
+const PASSED_ENV = [
+  "HOME",
+  "LOGNAME",
+  "PATH",
+  "SHELL",
+  "TERM",
+  "USER",
+  "LANG",
+  "TMPDIR",
+  "DENO_DIR",
+  "NO_COLOR",
+];
+
+const entrySchema = z.strictObject({
+  command: z.array(z.string().min(1)).min(1),
+  cwd: z.string().optional(),
+  env: z.record(z.string(), z.string()).optional(),
+  protocol: z.number().int().min(1),
+  answers: z.array(z.enum(QUESTION_KINDS)).min(1),
+  subjects: z.array(z.string()).optional(),
+  bounds: z.array(z.enum(BOUND_NAMES)).optional(),
+  witness: z.enum(WITNESS_KINDS).optional(),
+  model: z.array(
+    z.string().regex(MODEL_FORM_PATTERN).refine((form) => SERVED_MODEL_FORMS.includes(form), {
+      message: `the host serves only ${SERVED_MODEL_FORMS.join(" and ")}`,
+    }),
+  ).optional(),
+  authority: z.enum(STRENGTHS).optional(),
+  concurrent: z.boolean().optional(),
+});
+const manifestSchema = z.strictObject({ engines: z.record(z.string().min(1), entrySchema) });
+
+/**
+ * Parses manifest text. Relative `cwd` values resolve against `baseDir`.
+ *
+ * @throws {EngineError} with code `manifest`, naming each problem by its path.
+ */
+export function parseManifest(text: string, baseDir: string, source = "manifest"): Manifest {
+  const errors: ParseError[] = [];
+  const raw = parse(text, errors, { allowTrailingComma: true, disallowComments: false });
+  if (errors.length > 0) {
+    const where = errors.map((e) =>
+      `${printParseErrorCode(e.error)} at ${position(text, e.offset)}`
+    );
+    throw new EngineError("manifest", source, `not valid JSONC: ${where.join("; ")}`);
+  }
+  const parsed = manifestSchema.safeParse(raw);
+  if (!parsed.success) {
+    throw new EngineError("manifest", source, formatIssues(parsed.error, ""));
+  }
+  const engines: Record<string, EngineEntry> = {};
+  for (const [name, entry] of Object.entries(parsed.data.engines)) {
+    const [program, ...args] = entry.command;
+    engines[name] = {
+      ...entry,
+      name,
+      // Deno on a fresh machine may be nowhere on PATH (npx), so "deno" means this Deno.
+      command: [program === "deno" ? Deno.execPath() : program, ...args],
+      cwd: resolve(baseDir, entry.cwd ?? "."),
+      env: entry.env ?? {},
+    };
+  }
+  return { engines };
+}
+
+/**
+ * Reads and parses a manifest file.
+ *
+ * @throws {EngineError} with code `manifest` when the file cannot be read or is invalid.
+ */
+export async function loadManifest(path: string): Promise<Manifest> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (error) {
+    throw new EngineError("manifest", path, `cannot read it: ${(error as Error).message}`);
+  }
+  return { ...parseManifest(text, dirname(resolve(path)), path), path };
+}
+
+/**
+ * The entry named `name`.
+ *
+ * @throws {EngineError} with code `manifest` listing the names there are.
+ */
+export function manifestEntry(manifest: Manifest, name: string): EngineEntry {
+  const entry = Object.hasOwn(manifest.engines, name) ? manifest.engines[name] : undefined;
+  if (entry) return entry;
+  const names = Object.keys(manifest.engines).join(", ") || "none";
+  throw new EngineError("manifest", name, `no such engine in the manifest (it has: ${names})`);
+}
+
+/** The child's whole environment: the passed-through host variables plus the entry's own. */
+export function engineEnv(entry: EngineEntry): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const key of PASSED_ENV) {
+    const value = Deno.env.get(key);
+    if (value !== undefined) env[key] = value;
+  }
+  return { ...env, ...entry.env };
+}
+
+function position(text: string, offset: number): string {
+  const before = text.slice(0, offset).split("\n");
+  return `line ${before.length}, column ${before[before.length - 1].length + 1}`;
+}
