@@ -1,0 +1,42 @@
+/**
+ * The commands group: `GET /commands` lists the named commands, `POST /commands/<name>` runs
+ * one with the JSON body as keyword arguments and answers with its result value as JSON.
+ *
+ * @module
+ */
+
+import { ApiError } from "../../errors.ts";
+import { missingScope } from "../../policy/scopes.ts";
+import type { HandlerMap } from "../types.ts";
+
+/** The commands group's handlers. */
+export const commandsHandlers: HandlerMap = {
+  commands_list: (c) => c.json({ commands: c.var.state.commands.list() }),
+  commands_run: async (c) => {
+    const state = c.var.state;
+    const name = c.req.param("name") ?? "";
+    const identity = c.var.identity;
+    const needed = state.commands.requiredScopes(name, state.policy.commandScopes[name]);
+    const lacking = missingScope(identity.scopes, needed);
+    if (lacking) {
+      throw new ApiError("missing_scope", `Command ${name} needs scope ${lacking}`, {
+        scope: lacking,
+      });
+    }
+    const text = await c.req.text();
+    let args: unknown = {};
+    if (text.trim() !== "") {
+      try {
+        args = JSON.parse(text);
+      } catch {
+        throw new ApiError("invalid_arguments", "Body must be a JSON object of arguments");
+      }
+    }
+    const result = await state.commands.run(name, args, {
+      identity: identity.id,
+      root: state.root,
+      signal: c.req.raw.signal,
+    });
+    return c.json(result === undefined ? null : result);
+  },
+};

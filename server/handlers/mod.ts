@@ -1,0 +1,16 @@
+/**
+ * Every group's handlers, by endpoint id. An id of the endpoint table without a handler here is
+ * reported and answered as off with the rule `code:unimplemented:<group>`.
+ *
+ * @module
+ */
+
+import { commandsHandlers } from "./commands/index.ts";
+import { coreHandlers } from "./core/index.ts";
+import type { HandlerMap } from "./types.ts";
+
+/** All handlers. */
+export const HANDLERS: HandlerMap = {
+  ...coreHandlers,
+  ...commandsHandlers,
+};

@@ -1,0 +1,76 @@
+/**
+ * Step 7 of the pipeline, the audit entry: one JSON line per request by the `audit` setting
+ * (`off`, `deny`: refusals and failures only, `all`). It wraps the other steps so it sees the
+ * final status, but it writes last. Never a token, a body or a query string: only the time, the
+ * endpoint id, the identity, the decision, the status and the code.
+ *
+ * @module
+ */
+
+import { createMiddleware } from "hono/factory";
+import { ApiError } from "../../errors.ts";
+import type { ServerEnv } from "../../state.ts";
+
+/** One audit line. */
+export interface AuditEntry {
+  /** ISO time the request finished its pipeline. */
+  time: string;
+  /** Endpoint id. */
+  endpoint: string;
+  /** Identity id, or null when authentication did not pass. */
+  identity: string | null;
+  /** `allow` for 2xx/3xx, `deny` for a refusal, `error` for a failure. */
+  decision: "allow" | "deny" | "error";
+  /** HTTP status. */
+  status: number;
+  /** Machine code of a refusal or failure. */
+  code: string | null;
+}
+
+/** Where audit lines go. */
+export type AuditSink = (entry: AuditEntry) => void;
+
+/**
+ * An audit sink writing JSON lines to an open file (or stderr).
+ *
+ * @example
+ * ```ts
+ * import { jsonLinesSink } from "./index.ts";
+ * const sink = jsonLinesSink(Deno.stderr);
+ * ```
+ */
+export function jsonLinesSink(file: { writeSync(p: Uint8Array): number }): AuditSink {
+  const encoder = new TextEncoder();
+  return (entry) => {
+    const bytes = encoder.encode(JSON.stringify(entry) + "\n");
+    let off = 0;
+    while (off < bytes.length) off += file.writeSync(bytes.subarray(off));
+  };
+}
+
+/**
+ * The audit middleware.
+ *
+ * @example
+ * ```ts ignore
+ * app.on("GET", "/x", audit(setting, sink), handler);
+ * ```
+ */
+export function audit(setting: "off" | "deny" | "all", sink: AuditSink) {
+  return createMiddleware<ServerEnv>(async (c, next) => {
+    await next();
+    if (setting === "off") return;
+    const status = c.res.status;
+    const decision = status >= 500 ? "error" : status >= 400 ? "deny" : "allow";
+    if (setting === "deny" && decision === "allow") return;
+    const err = c.error;
+    sink({
+      time: new Date().toISOString(),
+      endpoint: c.var.endpoint.spec.id,
+      identity: c.var.identity?.id ?? null,
+      decision,
+      status,
+      code: err instanceof ApiError ? err.code : err ? "internal" : null,
+    });
+  });
+}

@@ -1,0 +1,84 @@
+/**
+ * Step 5 of the pipeline: the body limit, enforced before the body is read. A `Content-Length`
+ * over the limit is refused at once; a body without one (chunked) is counted as it streams and
+ * cut off with 413 `payload_too_large` the moment it passes the limit, so the handler never
+ * holds more than the limit. The limit is the endpoint's `limits.body_bytes`, else the policy's
+ * `limits.body_bytes` (10 MiB).
+ *
+ * @module
+ */
+
+import { createMiddleware } from "hono/factory";
+import { ApiError } from "../../errors.ts";
+import type { ServerEnv } from "../../state.ts";
+
+function tooLarge(limit: number): ApiError {
+  return new ApiError("payload_too_large", `Request body is over the limit of ${limit} bytes`, {
+    limit,
+  });
+}
+
+/**
+ * A body stream that errors with `payload_too_large` once more than `limit` bytes pass.
+ *
+ * @example
+ * ```ts
+ * import { limitStream } from "./index.ts";
+ * const limited = new Response("hello").body!.pipeThrough(limitStream(3, () => {}));
+ * ```
+ */
+export function limitStream(
+  limit: number,
+  onExceeded: (e: ApiError) => void,
+): TransformStream<Uint8Array, Uint8Array> {
+  let seen = 0;
+  return new TransformStream({
+    transform(chunk, controller) {
+      seen += chunk.byteLength;
+      if (seen > limit) {
+        const e = tooLarge(limit);
+        onExceeded(e);
+        controller.error(e);
+        return;
+      }
+      controller.enqueue(chunk);
+    },
+  });
+}
+
+/**
+ * The body-limit middleware.
+ *
+ * @example
+ * ```ts ignore
+ * app.on("POST", "/files", limitBody(), handler);
+ * ```
+ */
+export function limitBody() {
+  return createMiddleware<ServerEnv>(async (c, next) => {
+    const req = c.req.raw;
+    if (!req.body) return await next();
+    const limit = c.var.endpoint.limits.body_bytes ?? c.var.state.policy.bodyBytes;
+    const declared = req.headers.get("content-length");
+    if (declared !== null) {
+      const n = Number(declared);
+      if (!Number.isFinite(n) || n < 0) {
+        throw new ApiError("invalid_request", "Content-Length is not a number");
+      }
+      if (n > limit) throw tooLarge(limit);
+      return await next();
+    }
+    let exceeded: ApiError | undefined;
+    c.req.raw = new Request(req, {
+      body: req.body.pipeThrough(limitStream(limit, (e) => (exceeded = e))),
+      // @ts-ignore: duplex is required for a streamed request body, and missing from the types.
+      duplex: "half",
+    });
+    try {
+      await next();
+    } catch (e) {
+      throw exceeded ?? e;
+    }
+    if (exceeded) throw exceeded;
+  });
+}

@@ -1,0 +1,56 @@
+/**
+ * Step 4 of the pipeline: a repeated query parameter is refused (400 `duplicate_parameter`),
+ * because two layers reading "the" value of `path` could read different ones. Keys ending in
+ * `[]` are arrays by the `qs` bracket convention the OpenAI client uses (`status[]=a&status[]=b`)
+ * and may repeat.
+ *
+ * @module
+ */
+
+import { createMiddleware } from "hono/factory";
+import { ApiError } from "../../errors.ts";
+import type { ServerEnv } from "../../state.ts";
+
+/**
+ * The first repeated key of a query string, if any.
+ *
+ * @example
+ * ```ts
+ * import { repeatedParameter } from "./index.ts";
+ * repeatedParameter("?path=a&path=b"); // "path"
+ * ```
+ */
+export function repeatedParameter(search: string): string | undefined {
+  if (search.length <= 1) return undefined;
+  const seen = new Set<string>();
+  for (const key of new URLSearchParams(search).keys()) {
+    if (key.endsWith("[]")) continue;
+    if (seen.has(key)) return key;
+    seen.add(key);
+  }
+  return undefined;
+}
+
+/**
+ * The middleware.
+ *
+ * @example
+ * ```ts ignore
+ * app.on("GET", "/files", rejectDuplicateParameters(), handler);
+ * ```
+ */
+export function rejectDuplicateParameters() {
+  return createMiddleware<ServerEnv>(async (c, next) => {
+    const url = c.req.url;
+    const q = url.indexOf("?");
+    if (q !== -1) {
+      const key = repeatedParameter(url.slice(q));
+      if (key !== undefined) {
+        throw new ApiError("duplicate_parameter", `Query parameter "${key}" is repeated`, {
+          param: key,
+        });
+      }
+    }
+    await next();
+  });
+}

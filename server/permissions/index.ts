@@ -1,0 +1,86 @@
+/**
+ * Deno permissions as defense in depth. The server runs its own file and network work under the
+ * narrowest `--allow-read`, `--allow-write` and `--allow-net` the policy implies, so a bug in a
+ * guard is still refused by the runtime: reads inside the allowed trees and the system
+ * directories the system group reports on; writes inside the allowed trees less the read-only
+ * ones (`--deny-write`) and the server's private state directory; the network on the listening
+ * host and the hosts of `url_allow`.
+ *
+ * What this does not cover, said plainly: processes the server starts (shells, `run_code`,
+ * Chromium) are not Deno code and are not bound by these flags; they are bound by the command,
+ * path and environment guards and, under the local provider, by bubblewrap.
+ *
+ * @module
+ */
+
+import { dirname, resolve } from "node:path";
+import type { CompiledPolicy } from "../policy/compile.ts";
+
+/** What the permission flags are computed from. */
+export interface PermissionInputs {
+  /** The compiled policy. */
+  policy: CompiledPolicy;
+  /** The server's root directory. */
+  root: string;
+  /** The listening host. */
+  host: string;
+  /** The server's private state directory (temp files). */
+  stateDir: string;
+  /** A `--commands` file, if any; its directory is readable so it can import neighbours. */
+  commandsFile?: string;
+  /** An audit log file, if any; writable. */
+  auditLog?: string;
+}
+
+/** Read-only system locations the system group and the runtime itself need. */
+const SYSTEM_READ = ["/proc", "/sys", "/etc", "/usr", "/bin", "/lib", "/lib64", "/var/lib/dpkg"];
+
+function hostOf(pattern: string): string | undefined {
+  const m = /^[a-z]+:\/\/(\[[^\]]+\]|[^/:*]+)/i.exec(pattern);
+  return m?.[1];
+}
+
+/**
+ * The `deno run` permission flags for the server process.
+ *
+ * @example
+ * ```ts ignore
+ * const flags = permissionFlags({ policy, root: "/workspace", host: "127.0.0.1", stateDir });
+ * // ["--allow-read=/workspace,...", "--allow-write=/workspace,...", ...]
+ * ```
+ */
+export function permissionFlags(inputs: PermissionInputs): string[] {
+  const { policy } = inputs;
+  const packageDir = resolve(dirname(new URL(import.meta.url).pathname), "../..");
+  const denoDir = Deno.env.get("DENO_DIR") ??
+    resolve(Deno.env.get("HOME") ?? "/root", ".cache/deno");
+  const read = new Set([
+    ...policy.paths.allow,
+    resolve(inputs.root),
+    inputs.stateDir,
+    packageDir,
+    denoDir,
+    ...SYSTEM_READ,
+  ]);
+  if (inputs.commandsFile) read.add(dirname(resolve(inputs.commandsFile)));
+  const write = new Set([...policy.paths.allow, inputs.stateDir]);
+  if (inputs.auditLog) write.add(resolve(inputs.auditLog));
+  const net = new Set([inputs.host]);
+  for (const p of policy.urlAllow) {
+    const h = hostOf(p);
+    if (h) net.add(h);
+  }
+  const flags = [
+    `--allow-read=${[...read].join(",")}`,
+    `--allow-write=${[...write].join(",")}`,
+    `--allow-net=${[...net].join(",")}`,
+    "--allow-env",
+    "--allow-run",
+    "--allow-sys",
+    "--allow-ffi",
+  ];
+  if (policy.paths.readOnly.length > 0) {
+    flags.push(`--deny-write=${policy.paths.readOnly.join(",")}`);
+  }
+  return flags;
+}

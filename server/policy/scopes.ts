@@ -1,0 +1,41 @@
+/**
+ * Scope matching. Scopes are `family:action` strings (`files:read`, `process:run`); an identity
+ * holding `*` has every scope and one holding `files:*` has every `files:` scope.
+ *
+ * @module
+ */
+
+/**
+ * The first required scope the granted list does not cover, or undefined when all are covered.
+ *
+ * @example
+ * ```ts
+ * import { missingScope } from "./scopes.ts";
+ * missingScope(["files:*"], ["files:write"]); // undefined
+ * missingScope(["files:read"], ["files:write"]); // "files:write"
+ * ```
+ */
+export function missingScope(
+  granted: readonly string[],
+  required: readonly string[],
+): string | undefined {
+  for (const need of required) {
+    if (!covers(granted, need)) return need;
+  }
+  return undefined;
+}
+
+/**
+ * Whether a granted list covers one scope.
+ *
+ * @example
+ * ```ts
+ * import { covers } from "./scopes.ts";
+ * covers(["*"], "browser:use"); // true
+ * ```
+ */
+export function covers(granted: readonly string[], scope: string): boolean {
+  if (granted.includes("*") || granted.includes(scope)) return true;
+  const colon = scope.indexOf(":");
+  return colon > 0 && granted.includes(`${scope.slice(0, colon)}:*`);
+}

@@ -1,0 +1,92 @@
+/**
+ * What every handler can reach: the compiled policy, the root directory, the named command
+ * registry, and the long-lived services of each group (process table, terminals, browser),
+ * created on first use and closed with the server.
+ *
+ * @module
+ */
+
+import type { CommandRegistry } from "./commands/registry.ts";
+import type { CompiledPolicy, EndpointState, Identity } from "./policy/compile.ts";
+
+/** A long-lived service of a group; closed when the server stops. */
+export interface Service {
+  /** Release everything the service holds: processes, descriptors, browsers. */
+  close(): Promise<void> | void;
+}
+
+/** Where the server listens, once it does. */
+export interface ServerAddresses {
+  /** `http://host:port` of the HTTP API. */
+  url: string;
+  /** `ws://host:port` of the PTY WebSocket. */
+  ptyUrl: string;
+}
+
+/**
+ * The server's shared state.
+ *
+ * @example
+ * ```ts ignore
+ * const table = c.var.state.service("process", () => new ProcessTable());
+ * ```
+ */
+export class ServerState {
+  /** The compiled policy. */
+  readonly policy: CompiledPolicy;
+  /** The root directory (the workspace). */
+  readonly root: string;
+  /** Named commands. */
+  readonly commands: CommandRegistry;
+  /** The server's private directory for temp files (writable under the narrowed permissions). */
+  readonly stateDir: string;
+  /** Filled in once the listeners are up. */
+  addresses: ServerAddresses = { url: "", ptyUrl: "" };
+  readonly #services = new Map<string, Service>();
+  #closed = false;
+
+  /** Make the state. */
+  constructor(policy: CompiledPolicy, root: string, commands: CommandRegistry, stateDir: string) {
+    this.policy = policy;
+    this.root = root;
+    this.commands = commands;
+    this.stateDir = stateDir;
+  }
+
+  /** The service under `key`, created by `create` on first use. */
+  service<T extends Service>(key: string, create: () => T): T {
+    if (this.#closed) throw new Error("the server is shutting down");
+    let s = this.#services.get(key);
+    if (!s) {
+      s = create();
+      this.#services.set(key, s);
+    }
+    return s as T;
+  }
+
+  /** Close every service, in reverse order of creation. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const services = [...this.#services.values()].reverse();
+    this.#services.clear();
+    for (const s of services) {
+      try {
+        await s.close();
+      } catch (e) {
+        console.error(`sandbar: closing a service failed: ${(e as Error).message}`);
+      }
+    }
+  }
+}
+
+/** Hono's environment type for every route of the server. */
+export type ServerEnv = {
+  Variables: {
+    /** The server's state. */
+    state: ServerState;
+    /** The endpoint matched, with its decided state. */
+    endpoint: EndpointState;
+    /** The authenticated caller (unset on `health`). */
+    identity: Identity;
+  };
+};
