@@ -78,6 +78,7 @@ async function launch(args: Args, raw: string[]): Promise<number> {
     stateDir,
     commandsFile: args.commands,
     auditLog: args["audit-log"],
+    policyFile: args.policy,
   });
   // The import map lives in the package's deno.json; the server may run from any directory.
   const config = new URL("../deno.json", import.meta.url);

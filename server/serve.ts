@@ -10,7 +10,6 @@ import { pathToFileURL } from "node:url";
 import { buildApps } from "./app.ts";
 import { CommandRegistry } from "./commands/registry.ts";
 import { HANDLERS } from "./handlers/mod.ts";
-import type { HandlerMap } from "./handlers/types.ts";
 import { type AuditSink, jsonLinesSink } from "./middleware/audit/index.ts";
 import { compilePolicy } from "./policy/compile.ts";
 import { loadPolicyFile } from "./policy/load.ts";
@@ -43,8 +42,6 @@ export interface StartServerOptions {
   audit?: AuditSink;
   /** The server's private directory for temp files; default a new temp directory. */
   stateDir?: string;
-  /** Handlers to use instead of the built-in ones (tests of the pipeline only). */
-  handlers?: HandlerMap;
 }
 
 /** A running server. */
@@ -116,7 +113,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
   const token = given || generateToken();
   const commands = options.commands ?? new CommandRegistry();
   if (options.commandsFile) await loadCommands(commands, options.commandsFile);
-  const handlers = options.handlers ?? HANDLERS;
+  const handlers = HANDLERS;
   const policy = compilePolicy(file ?? {}, {
     root,
     env,

@@ -30,6 +30,8 @@ export interface PermissionInputs {
   commandsFile?: string;
   /** An audit log file, if any; writable. */
   auditLog?: string;
+  /** The policy file, if any; readable (the server reads it again after the launcher). */
+  policyFile?: string;
 }
 
 /** Read-only system locations the system group and the runtime itself need. */
@@ -63,6 +65,7 @@ export function permissionFlags(inputs: PermissionInputs): string[] {
     ...SYSTEM_READ,
   ]);
   if (inputs.commandsFile) read.add(dirname(resolve(inputs.commandsFile)));
+  if (inputs.policyFile) read.add(resolve(inputs.policyFile));
   const write = new Set([...policy.paths.allow, inputs.stateDir]);
   if (inputs.auditLog) write.add(resolve(inputs.auditLog));
   const net = new Set([inputs.host]);

@@ -1,0 +1,53 @@
+/**
+ * The in-sandbox server: 118 endpoints on one HTTP port and a PTY WebSocket on another, every
+ * request through one policy pipeline (match, authenticate, admit, duplicate parameters, body
+ * limit, handler guards, audit).
+ *
+ * Run it from the command line (`deno run -A server/main.ts --policy policy.jsonc`), or start it
+ * in a process of your own:
+ *
+ * @example
+ * ```ts ignore
+ * import { startServer } from "@sandbar/sandbar/server";
+ * const server = await startServer({ port: 0, ptyPort: 0, root: "/workspace" });
+ * const res = await fetch(`${server.url}/capabilities`, {
+ *   headers: { authorization: `Bearer ${server.token}` },
+ * });
+ * await server.close();
+ * ```
+ *
+ * @module
+ */
+
+export { type SandbarServer, startServer, type StartServerOptions } from "./serve.ts";
+export {
+  type EndpointGroup,
+  type EndpointLimits,
+  type EndpointMethod,
+  ENDPOINTS,
+  ENDPOINTS_BY_ID,
+  type EndpointSpec,
+  GROUPS,
+  OPT_IN_GROUPS,
+} from "./endpoints.ts";
+export {
+  type CommandArg,
+  type CommandArgType,
+  type CommandContext,
+  type CommandDefinition,
+  type CommandFunction,
+  type CommandInfo,
+  CommandRegistry,
+} from "./commands/registry.ts";
+export { loadPolicyFile, parsePolicy, PolicyLoadError } from "./policy/load.ts";
+export type {
+  PolicyEndpointSetting,
+  PolicyFile,
+  PolicyIdentity,
+  PolicyLimits,
+} from "./policy/schema.ts";
+export { ApiError, type ApiErrorOptions, type ErrorCode } from "./errors.ts";
+export { type ServerAddresses, type ServerEnv, ServerState, type Service } from "./state.ts";
+export type { PresetName } from "./policy/presets.ts";
+export type { AuditEntry, AuditSink } from "./middleware/audit/index.ts";
+export type { CompiledPolicy, EndpointState, Identity, PathSettings } from "./policy/compile.ts";
