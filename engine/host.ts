@@ -167,6 +167,11 @@ export class EngineHost implements AsyncDisposable {
     return this.#client.pollutingStdout;
   }
 
+  /** The engine's process id. */
+  get pid(): number {
+    return this.#process.pid;
+  }
+
   /** The last bytes the engine wrote on stderr. */
   stderrTail(): string {
     return this.#process.stderrTail();
