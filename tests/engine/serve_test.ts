@@ -1,0 +1,74 @@
+import assert from "node:assert/strict";
+import { EngineError, EngineHost, type Question } from "../../engine/mod.ts";
+import { alive, fast, model, rogue } from "./helpers.ts";
+
+const served = rogue("served", {
+  command: [Deno.execPath(), "run", "--quiet", "-A", "served.ts"],
+  answers: ["holds", "satisfiable"],
+  bounds: undefined,
+  witness: undefined,
+  concurrent: false,
+});
+const ask = (subject: string, kind: Question["kind"] = "holds"): Question => ({
+  kind,
+  subject,
+  schedule: "all",
+  free: ["schedule"],
+});
+
+async function code(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+    return "resolved";
+  } catch (error) {
+    assert.ok(error instanceof EngineError);
+    return `${error.code}: ${error.message}`;
+  }
+}
+
+Deno.test("serveEngine answers describe with the protocols it was offered", async () => {
+  await using host = await EngineHost.start(served, fast);
+  assert.equal(host.description.version, "for 1");
+});
+
+Deno.test("serveEngine maps thrown errors to unsupported, budget and internal", async () => {
+  await using host = await EngineHost.start(served, fast);
+  assert.match(
+    await code(host.run(ask("x", "sweep"), model)),
+    /^unsupported: .*sweep questions are not taken/,
+  );
+  assert.match(
+    await code(host.run(ask("exhausted"), model)),
+    /^budget: .*depth bound of 3 exhausted/,
+  );
+  assert.match(await code(host.run(ask("crash"), model)), /^internal: .*cannot read properties/);
+  assert.match(await code(host.run(ask("invalid"), model)), /^internal: .*result\.strength/);
+  assert.deepEqual(await host.covers(ask("x", "satisfiable"), model), { covers: true });
+  assert.deepEqual(await host.covers(ask("x", "outcomes"), model), { covers: false });
+  assert.equal((await host.run(ask("fine"), model)).result.claim, "holds");
+});
+
+Deno.test("cancel fires the run's signal and the engine answers, freeing its slot", async () => {
+  await using host = await EngineHost.start(served, fast);
+  const controller = new AbortController();
+  const progressed = Promise.withResolvers<void>();
+  const running = host.run(ask("wait"), model, {}, {
+    signal: controller.signal,
+    onProgress: () => progressed.resolve(),
+  });
+  await progressed.promise;
+  controller.abort();
+  assert.match(await code(running), /^cancelled/);
+  assert.equal((await host.run(ask("fine"), model)).result.claim, "holds");
+  const late = host.diagnostics.find((d) => d.kind === "late");
+  assert.match(late?.line ?? "", /stopped: cancelled by the host/);
+});
+
+Deno.test("a serveEngine engine exits by itself when stdin closes", async () => {
+  // A grace period long enough that only the engine's own exit, not SIGTERM, can end it.
+  const host = await EngineHost.start(served, { ...fast, graceMs: 3000 });
+  const status = await host.close();
+  assert.equal(status.code, 0);
+  assert.equal(status.signal, null);
+  assert.equal(alive(host.pid), false);
+});
