@@ -58,7 +58,8 @@ interface Pending {
   settle: PromiseWithResolvers<unknown>;
   options: RequestOptions;
   timers: ReturnType<typeof setTimeout>[];
-  idle?: ReturnType<typeof setTimeout>;
+  /** When the request times out unless the engine says something about it (epoch ms). */
+  idleAt?: number;
   unlisten?: () => void;
 }
 
@@ -75,6 +76,8 @@ export interface ClientOptions {
 }
 
 const MAX_DIAGNOSTICS = 100;
+/** Resolution of idle timeouts. */
+const SWEEP_MS = 50;
 const EXCERPT = 200;
 
 /** Correlates requests and responses with one engine. */
@@ -84,6 +87,7 @@ export class RpcClient {
   #nextId = 1;
   #inFlight = 0;
   #closed: EngineError | null = null;
+  #sweeper: ReturnType<typeof setInterval> | undefined;
   /** How many requests may be in flight; 1 until the Description says `concurrent`. */
   concurrency = 1;
   /** Diagnostics, oldest first (the last 100). */
@@ -154,6 +158,7 @@ export class RpcClient {
     }
     this.#pending.clear();
     this.#inFlight = 0;
+    this.#stopSweeping();
   }
 
   /** Whether {@linkcode fail} has been called. */
@@ -172,17 +177,38 @@ export class RpcClient {
     }
   }
 
-  /** Restarts the idle timer; any word about a live request shows the engine is working on it. */
+  /**
+   * Restarts the idle clock; any word about a live request shows the engine is working on it.
+   * One sweeping interval serves every request, because a timer per request costs more than the
+   * round trip itself when many small requests are in flight.
+   */
   #touch(entry: Pending): void {
-    const ms = entry.options.idleMs;
-    if (ms === undefined) return;
-    clearTimeout(entry.idle);
-    entry.idle = setTimeout(() => {
+    if (entry.options.idleMs === undefined) return;
+    entry.idleAt = Date.now() + entry.options.idleMs;
+    this.#sweeper ??= setInterval(() => this.#sweep(), SWEEP_MS);
+  }
+
+  #sweep(): void {
+    const now = Date.now();
+    let watching = false;
+    for (const entry of this.#pending.values()) {
+      if (entry.state !== "sent" || entry.idleAt === undefined) continue;
+      if (entry.idleAt > now) {
+        watching = true;
+        continue;
+      }
+      const ms = entry.options.idleMs;
       this.#expire(
         entry,
         this.#error("timeout", `${entry.method} request ${entry.id} heard nothing for ${ms} ms`),
       );
-    }, ms);
+    }
+    if (!watching) this.#stopSweeping();
+  }
+
+  #stopSweeping(): void {
+    clearInterval(this.#sweeper);
+    this.#sweeper = undefined;
   }
 
   #expire(entry: Pending, error: EngineError): void {
@@ -203,7 +229,7 @@ export class RpcClient {
   #clear(entry: Pending): void {
     for (const timer of entry.timers) clearTimeout(timer);
     entry.timers = [];
-    clearTimeout(entry.idle);
+    entry.idleAt = undefined;
     entry.unlisten?.();
   }
 

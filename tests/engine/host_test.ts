@@ -179,3 +179,12 @@ Deno.test("the host refuses a graph version it does not serve before sending any
   assert.equal(error.code, "invalid");
   assert.match(error.message, /none of the forms the engine takes \(graphs:1\)/);
 });
+
+Deno.test("a run that hears nothing for the idle time fails with timeout", async () => {
+  const host = await EngineHost.start(rogue("ignore-cancel"), fast);
+  const error = await rejection(host.run(question, model, { depth: 3 }, { idleMs: 150 }));
+  assert.equal(error.code, "timeout");
+  assert.match(error.message, /heard nothing for 150 ms/);
+  await host.close();
+  assert.equal(alive(host.pid), false);
+});
