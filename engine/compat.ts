@@ -8,10 +8,32 @@
 import type { EngineEntry } from "./manifest.ts";
 import type { Description } from "./types.ts";
 
-/** The protocol versions this host serves. */
+/**
+ * The protocol versions this host serves.
+ *
+ * @example
+ * ```ts
+ * import { SERVED_PROTOCOLS } from "./mod.ts";
+ * console.log(SERVED_PROTOCOLS); // [1]
+ * ```
+ */
 export const SERVED_PROTOCOLS: readonly number[] = [1];
 
-/** Every way `description` differs from `entry`, one message per field; empty when they match. */
+/**
+ * Every way `description` differs from `entry`, one message per field; empty when they match.
+ *
+ * @example
+ * ```ts
+ * import { descriptionMismatches, type EngineEntry } from "./mod.ts";
+ * const entry: EngineEntry = {
+ *   name: "e", command: ["e"], cwd: "/", env: {}, protocol: 1, answers: ["holds"],
+ * };
+ * const problems = descriptionMismatches(entry, {
+ *   name: "e", version: "1", protocol: 1, answers: ["holds", "sweep"],
+ * });
+ * console.log(problems); // ["answers: the manifest says [holds], the engine says [holds, sweep] (unexpected sweep)"]
+ * ```
+ */
 export function descriptionMismatches(entry: EngineEntry, description: Description): string[] {
   const problems: string[] = [];
   if (!SERVED_PROTOCOLS.includes(description.protocol)) {

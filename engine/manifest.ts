@@ -79,7 +79,15 @@ export interface Manifest {
   engines: Record<string, EngineEntry>;
 }
 
-/** The model forms the host serves; `rdf` and other graph versions are refused. */
+/**
+ * The model forms the host serves; `rdf` and other graph versions are refused.
+ *
+ * @example
+ * ```ts
+ * import { SERVED_MODEL_FORMS } from "./mod.ts";
+ * console.log(SERVED_MODEL_FORMS.includes("rdf")); // false
+ * ```
+ */
 export const SERVED_MODEL_FORMS: readonly string[] = ["sources", "graphs:1"];
 
 const PASSED_ENV = [
@@ -118,6 +126,16 @@ const manifestSchema = z.strictObject({ engines: z.record(z.string().min(1), ent
  * Parses manifest text. Relative `cwd` values resolve against `baseDir`.
  *
  * @throws {EngineError} with code `manifest`, naming each problem by its path.
+ *
+ * @example
+ * ```ts
+ * import { parseManifest } from "./mod.ts";
+ * const manifest = parseManifest(
+ *   `{ "engines": { "e": { "command": ["deno", "run", "e.ts"], "protocol": 1, "answers": ["holds"] } } }`,
+ *   "/srv/engines",
+ * );
+ * console.log(manifest.engines.e.cwd); // /srv/engines
+ * ```
  */
 export function parseManifest(text: string, baseDir: string, source = "manifest"): Manifest {
   const errors: ParseError[] = [];
@@ -151,6 +169,13 @@ export function parseManifest(text: string, baseDir: string, source = "manifest"
  * Reads and parses a manifest file.
  *
  * @throws {EngineError} with code `manifest` when the file cannot be read or is invalid.
+ *
+ * @example
+ * ```ts ignore
+ * import { loadManifest } from "./mod.ts";
+ * const manifest = await loadManifest("engine/examples/manifest.jsonc");
+ * console.log(Object.keys(manifest.engines)); // ["explorer"]
+ * ```
  */
 export async function loadManifest(path: string): Promise<Manifest> {
   let text: string;
@@ -166,6 +191,12 @@ export async function loadManifest(path: string): Promise<Manifest> {
  * The entry named `name`.
  *
  * @throws {EngineError} with code `manifest` listing the names there are.
+ *
+ * @example
+ * ```ts ignore
+ * import { loadManifest, manifestEntry } from "./mod.ts";
+ * const entry = manifestEntry(await loadManifest("engines.jsonc"), "explorer");
+ * ```
  */
 export function manifestEntry(manifest: Manifest, name: string): EngineEntry {
   const entry = Object.hasOwn(manifest.engines, name) ? manifest.engines[name] : undefined;

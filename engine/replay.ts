@@ -37,7 +37,16 @@ export type ParsedSchedule = { ok: true; steps: Step[] } | { ok: false; message:
 const LINE = /^step ([1-9][0-9]*): ([^\s@,]+)@([^\s@,]+) first of (.+)$/;
 const MOVE = /^([^\s@,]+)@([^\s@,]+)$/;
 
-/** Parses a schedule in the replay format. */
+/**
+ * Parses a schedule in the replay format.
+ *
+ * @example
+ * ```ts
+ * import { parseSchedule } from "./mod.ts";
+ * const parsed = parseSchedule("step 1: read@alice first of read@alice, read@bob");
+ * console.log(parsed.ok && parsed.steps[0].move); // { token: "read", node: "alice" }
+ * ```
+ */
 export function parseSchedule(text: string): ParsedSchedule {
   if (text === "") return { ok: true, steps: [] };
   const steps: Step[] = [];
@@ -66,7 +75,16 @@ export function parseSchedule(text: string): ParsedSchedule {
   return { ok: true, steps };
 }
 
-/** Writes steps in the replay format; the inverse of {@linkcode parseSchedule}. */
+/**
+ * Writes steps in the replay format; the inverse of {@linkcode parseSchedule}.
+ *
+ * @example
+ * ```ts
+ * import { formatSchedule } from "./mod.ts";
+ * const move = { token: "read", node: "alice" };
+ * console.log(formatSchedule([{ move, enabled: [move] }])); // step 1: read@alice first of read@alice
+ * ```
+ */
 export function formatSchedule(steps: readonly Step[]): string {
   const move = (m: Move) => `${m.token}@${m.node}`;
   return steps.map((step, i) =>

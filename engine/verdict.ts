@@ -46,7 +46,15 @@ export interface VerdictContext {
   bounds?: Bound[];
 }
 
-/** The claims each kind of question admits, besides `none` and `unbounded`. */
+/**
+ * The claims each kind of question admits, besides `none` and `unbounded`.
+ *
+ * @example
+ * ```ts
+ * import { ADMITTED_CLAIMS } from "./mod.ts";
+ * console.log(ADMITTED_CLAIMS.holds); // ["holds", "violated"]
+ * ```
+ */
 export const ADMITTED_CLAIMS: Readonly<Record<QuestionKind, readonly Claim[]>> = {
   evaluate: ["value"],
   outcomes: ["outcomes"],
