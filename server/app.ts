@@ -1,21 +1,17 @@
 /**
  * The Hono applications, built from the endpoint table: one for the HTTP port and one for the
- * PTY port. Every route gets the same pipeline, in the contract's order: match (the router),
- * authenticate, admit, duplicate parameters, body limit, the handler and its guards, and the
- * audit entry (which wraps the rest so it sees the final status).
+ * PTY port. Every route gets the same pipeline (`server/pipeline.ts`), in the contract's order:
+ * match (the router), authenticate, admit, duplicate parameters, body limit, the handler and its
+ * guards, and the audit entry.
  *
  * @module
  */
 
 import { Hono } from "hono";
-import { createMiddleware } from "hono/factory";
 import { ApiError, renderError } from "./errors.ts";
 import type { EndpointHandler, HandlerMap } from "./handlers/types.ts";
-import { admit } from "./middleware/admit/index.ts";
-import { audit, type AuditSink } from "./middleware/audit/index.ts";
-import { authenticate } from "./middleware/authenticate/index.ts";
-import { limitBody } from "./middleware/body_limit/index.ts";
-import { rejectDuplicateParameters } from "./middleware/duplicate_params/index.ts";
+import type { AuditSink } from "./middleware/audit/index.ts";
+import { asApiError, createPipeline } from "./pipeline.ts";
 import type { EndpointState } from "./policy/compile.ts";
 import type { ServerEnv, ServerState } from "./state.ts";
 
@@ -51,43 +47,19 @@ export interface ServerApps {
  */
 export function buildApps(state: ServerState, handlers: HandlerMap, sink: AuditSink): ServerApps {
   const apps: ServerApps = { http: new Hono<ServerEnv>(), pty: new Hono<ServerEnv>() };
-  const auditStep = audit(state.policy.audit, sink);
-  const authStep = authenticate();
-  const admitStep = admit();
-  const dupStep = rejectDuplicateParameters();
-  const bodyStep = limitBody();
+  const route = createPipeline(state, sink);
   // Static segments must win over parameters (`/v1/agents/sessions` is not an agent id), and
   // Hono runs matching routes in registration order, so fewer parameters go first.
   const states: EndpointState[] = [...state.policy.endpoints.values()]
     .sort((a, b) => paramCount(a.spec.path) - paramCount(b.spec.path));
   for (const e of states) {
-    const bind = createMiddleware<ServerEnv>(async (c, next) => {
-      c.set("state", state);
-      c.set("endpoint", e);
-      await next();
-    });
     const app = e.spec.port === "pty" ? apps.pty : apps.http;
-    app.on(
-      e.spec.method,
-      e.spec.path,
-      bind,
-      auditStep,
-      authStep,
-      admitStep,
-      dupStep,
-      bodyStep,
-      handlers[e.spec.id] ?? unreachable,
-    );
+    app.on(e.spec.method, e.spec.path, route(e, handlers[e.spec.id] ?? unreachable));
   }
   for (const app of [apps.http, apps.pty]) {
     app.notFound((c) => renderError(notFound(c.req.path), c.req.path));
-    app.onError((err, c) => {
-      const apiError = err instanceof ApiError
-        ? err
-        : new ApiError("internal", `Internal error: ${err.message}`, { cause: err });
-      if (!(err instanceof ApiError)) console.error(`sandbar: ${err.stack ?? err.message}`);
-      return renderError(apiError, c.req.path, c.var.endpoint?.spec.id);
-    });
+    // Errors inside a route are rendered by the pipeline; this catches Hono's own.
+    app.onError((err, c) => renderError(asApiError(err), c.req.path));
   }
   return apps;
 }

@@ -11,11 +11,11 @@ import type { HandlerMap } from "../types.ts";
 
 /** The commands group's handlers. */
 export const commandsHandlers: HandlerMap = {
-  commands_list: (c) => c.json({ commands: c.var.state.commands.list() }),
+  commands_list: (c) => c.json({ commands: c.get("state").commands.list() }),
   commands_run: async (c) => {
-    const state = c.var.state;
+    const state = c.get("state");
     const name = c.req.param("name") ?? "";
-    const identity = c.var.identity;
+    const identity = c.get("identity");
     const needed = state.commands.requiredScopes(name, state.policy.commandScopes[name]);
     const lacking = missingScope(identity.scopes, needed);
     if (lacking) {

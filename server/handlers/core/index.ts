@@ -131,7 +131,7 @@ async function readJsonObject(c: Context<ServerEnv>): Promise<Record<string, unk
 /** The core group's handlers. */
 export const coreHandlers: HandlerMap = {
   health: (c) => c.json({ status: "ok" }),
-  capabilities: (c) => c.json(capabilitiesDocument(c.var.state, c.var.identity)),
+  capabilities: (c) => c.json(capabilitiesDocument(c.get("state"), c.get("identity"))),
   capabilities_check: async (c) => {
     const body = await readJsonObject(c);
     const { endpoint, path, operation } = body;
@@ -145,7 +145,7 @@ export const coreHandlers: HandlerMap = {
         param: "operation",
       });
     }
-    const state = c.var.state;
+    const state = c.get("state");
     const e = state.policy.endpoints.get(endpoint);
     if (!e || !ENDPOINTS_BY_ID.has(endpoint)) {
       return c.json({
@@ -157,16 +157,16 @@ export const coreHandlers: HandlerMap = {
         path: null,
       });
     }
-    const reason = reasonFor(e, c.var.identity);
+    const reason = reasonFor(e, c.get("identity"));
     if (reason !== null) {
-      const lacking = missingScope(c.var.identity.scopes, e.scopes);
+      const lacking = missingScope(c.get("identity").scopes, e.scopes);
       return c.json({
         endpoint,
         allowed: false,
         code: reason,
         reason: reason === "endpoint_disabled"
           ? `Endpoint ${endpoint} is disabled`
-          : `Identity ${c.var.identity.id} lacks scope ${lacking}`,
+          : `Identity ${c.get("identity").id} lacks scope ${lacking}`,
         rule: reason === "endpoint_disabled" ? e.rule : null,
         path: null,
       });

@@ -6,17 +6,22 @@
  * @module
  */
 
-import { createMiddleware } from "hono/factory";
+import type { Context } from "hono";
 import { ApiError } from "../../errors.ts";
 import { missingScope } from "../../policy/scopes.ts";
 import type { ServerEnv } from "../../state.ts";
-import { ConcurrencyLimiter, RateLimiter } from "./limits.ts";
+import type { ConcurrencyLimiter, RateLimiter } from "./limits.ts";
 
 /**
  * Release `release` when the response is done: at once for a plain body, at the end or cancel
  * of a streamed one.
+ *
+ * @example
+ * ```ts ignore
+ * return releaseWhenDone(response, release);
+ * ```
  */
-function releaseWhenDone(res: Response, release: () => void): Response {
+export function releaseWhenDone(res: Response, release: () => void): Response {
   if (!res.body) {
     release();
     return res;
@@ -34,57 +39,57 @@ function releaseWhenDone(res: Response, release: () => void): Response {
   return new Response(body, res);
 }
 
+/** Rate and concurrency state shared by every route of one server. */
+export interface AdmissionLimits {
+  /** Token buckets. */
+  rate: RateLimiter;
+  /** In-flight counters. */
+  concurrency: ConcurrencyLimiter;
+}
+
 /**
- * The admission middleware. One instance per server, shared by all routes.
+ * The admission step. Returns the release function of a concurrency slot when one was taken;
+ * the runner releases it when the response (or its streamed body) ends.
  *
  * @example
  * ```ts ignore
- * const admitStep = admit();
- * app.on("POST", "/process/shell", admitStep, handler);
+ * const limits = { rate: new RateLimiter(), concurrency: new ConcurrencyLimiter() };
+ * const release = admit(c, limits);
  * ```
  */
-export function admit() {
-  const rate = new RateLimiter();
-  const concurrency = new ConcurrencyLimiter();
-  return createMiddleware<ServerEnv>(async (c, next) => {
-    const endpoint = c.var.endpoint;
-    const id = endpoint.spec.id;
-    if (!endpoint.enabled) {
-      throw new ApiError("endpoint_disabled", `Endpoint ${id} is disabled`, {
-        rule: endpoint.rule ?? undefined,
+export function admit(c: Context<ServerEnv>, limits: AdmissionLimits): (() => void) | undefined {
+  const endpoint = c.get("endpoint");
+  const id = endpoint.spec.id;
+  if (!endpoint.enabled) {
+    throw new ApiError("endpoint_disabled", `Endpoint ${id} is disabled`, {
+      rule: endpoint.rule ?? undefined,
+    });
+  }
+  if (endpoint.spec.public) return undefined;
+  const identity = c.get("identity");
+  const lacking = missingScope(identity.scopes, endpoint.scopes);
+  if (lacking) {
+    throw new ApiError("missing_scope", `Identity ${identity.id} lacks scope ${lacking}`, {
+      scope: lacking,
+    });
+  }
+  const { rate_per_minute: perMinute, concurrency: limit } = endpoint.limits;
+  if (perMinute === undefined && limit === undefined) return undefined;
+  const key = `${identity.id}\u0000${id}`;
+  if (perMinute !== undefined) {
+    const wait = limits.rate.take(key, perMinute);
+    if (wait > 0) {
+      throw new ApiError("rate_limited", `Rate limit of ${perMinute}/min reached for ${id}`, {
+        retryAfter: wait,
       });
     }
-    if (endpoint.spec.public) return await next();
-    const identity = c.var.identity;
-    const lacking = missingScope(identity.scopes, endpoint.scopes);
-    if (lacking) {
-      throw new ApiError("missing_scope", `Identity ${identity.id} lacks scope ${lacking}`, {
-        scope: lacking,
-      });
-    }
-    const key = `${identity.id}\u0000${id}`;
-    const { rate_per_minute: perMinute, concurrency: limit } = endpoint.limits;
-    if (perMinute !== undefined) {
-      const wait = rate.take(key, perMinute);
-      if (wait > 0) {
-        throw new ApiError("rate_limited", `Rate limit of ${perMinute}/min reached for ${id}`, {
-          retryAfter: wait,
-        });
-      }
-    }
-    if (limit === undefined) return await next();
-    const release = concurrency.acquire(key, limit);
-    if (!release) {
-      throw new ApiError("concurrency_limited", `${limit} requests to ${id} already in flight`, {
-        retryAfter: 1,
-      });
-    }
-    try {
-      await next();
-    } catch (e) {
-      release();
-      throw e;
-    }
-    c.res = releaseWhenDone(c.res, release);
-  });
+  }
+  if (limit === undefined) return undefined;
+  const release = limits.concurrency.acquire(key, limit);
+  if (!release) {
+    throw new ApiError("concurrency_limited", `${limit} requests to ${id} already in flight`, {
+      retryAfter: 1,
+    });
+  }
+  return release;
 }

@@ -1,13 +1,13 @@
 /**
  * Step 7 of the pipeline, the audit entry: one JSON line per request by the `audit` setting
- * (`off`, `deny`: refusals and failures only, `all`). It wraps the other steps so it sees the
- * final status, but it writes last. Never a token, a body or a query string: only the time, the
+ * (`off`, `deny`: refusals and failures only, `all`). It runs after everything else, with the
+ * final status, and it writes last. Never a token, a body or a query string: only the time, the
  * endpoint id, the identity, the decision, the status and the code.
  *
  * @module
  */
 
-import { createMiddleware } from "hono/factory";
+import type { Context } from "hono";
 import { ApiError } from "../../errors.ts";
 import type { ServerEnv } from "../../state.ts";
 
@@ -49,28 +49,29 @@ export function jsonLinesSink(file: { writeSync(p: Uint8Array): number }): Audit
 }
 
 /**
- * The audit middleware.
+ * The audit step: called last with the final status and the error, if any.
  *
  * @example
  * ```ts ignore
- * app.on("GET", "/x", audit(setting, sink), handler);
+ * recordAudit(c, "deny", sink, 403, error);
  * ```
  */
-export function audit(setting: "off" | "deny" | "all", sink: AuditSink) {
-  return createMiddleware<ServerEnv>(async (c, next) => {
-    await next();
-    if (setting === "off") return;
-    const status = c.res.status;
-    const decision = status >= 500 ? "error" : status >= 400 ? "deny" : "allow";
-    if (setting === "deny" && decision === "allow") return;
-    const err = c.error;
-    sink({
-      time: new Date().toISOString(),
-      endpoint: c.var.endpoint.spec.id,
-      identity: c.var.identity?.id ?? null,
-      decision,
-      status,
-      code: err instanceof ApiError ? err.code : err ? "internal" : null,
-    });
+export function recordAudit(
+  c: Context<ServerEnv>,
+  setting: "off" | "deny" | "all",
+  sink: AuditSink,
+  status: number,
+  error: unknown,
+): void {
+  if (setting === "off") return;
+  const decision = status >= 500 ? "error" : status >= 400 ? "deny" : "allow";
+  if (setting === "deny" && decision === "allow") return;
+  sink({
+    time: new Date().toISOString(),
+    endpoint: c.get("endpoint").spec.id,
+    identity: c.get("identity")?.id ?? null,
+    decision,
+    status,
+    code: error instanceof ApiError ? error.code : error ? "internal" : null,
   });
 }

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { createMiddleware } from "hono/factory";
+import type { Context } from "hono";
 import { ApiError } from "../../errors.ts";
 import type { ServerEnv } from "../../state.ts";
 
@@ -47,38 +47,32 @@ export function limitStream(
 }
 
 /**
- * The body-limit middleware.
+ * The body-limit step. Returns, for a streamed body, a function that tells after the handler
+ * whether the body passed the limit while it was being read.
  *
  * @example
  * ```ts ignore
- * app.on("POST", "/files", limitBody(), handler);
+ * const exceeded = limitBody(c);
  * ```
  */
-export function limitBody() {
-  return createMiddleware<ServerEnv>(async (c, next) => {
-    const req = c.req.raw;
-    if (!req.body) return await next();
-    const limit = c.var.endpoint.limits.body_bytes ?? c.var.state.policy.bodyBytes;
-    const declared = req.headers.get("content-length");
-    if (declared !== null) {
-      const n = Number(declared);
-      if (!Number.isFinite(n) || n < 0) {
-        throw new ApiError("invalid_request", "Content-Length is not a number");
-      }
-      if (n > limit) throw tooLarge(limit);
-      return await next();
+export function limitBody(c: Context<ServerEnv>): (() => ApiError | undefined) | undefined {
+  const req = c.req.raw;
+  if (!req.body) return undefined;
+  const limit = c.get("endpoint").limits.body_bytes ?? c.get("state").policy.bodyBytes;
+  const declared = req.headers.get("content-length");
+  if (declared !== null) {
+    const n = Number(declared);
+    if (!Number.isFinite(n) || n < 0) {
+      throw new ApiError("invalid_request", "Content-Length is not a number");
     }
-    let exceeded: ApiError | undefined;
-    c.req.raw = new Request(req, {
-      body: req.body.pipeThrough(limitStream(limit, (e) => (exceeded = e))),
-      // @ts-ignore: duplex is required for a streamed request body, and missing from the types.
-      duplex: "half",
-    });
-    try {
-      await next();
-    } catch (e) {
-      throw exceeded ?? e;
-    }
-    if (exceeded) throw exceeded;
+    if (n > limit) throw tooLarge(limit);
+    return undefined;
+  }
+  let exceeded: ApiError | undefined;
+  c.req.raw = new Request(req, {
+    body: req.body.pipeThrough(limitStream(limit, (e) => (exceeded = e))),
+    // @ts-ignore: duplex is required for a streamed request body, and missing from the types.
+    duplex: "half",
   });
+  return () => exceeded;
 }

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { createMiddleware } from "hono/factory";
+import type { Context } from "hono";
 import { ApiError } from "../../errors.ts";
 import type { ServerEnv } from "../../state.ts";
 
@@ -32,25 +32,21 @@ export function repeatedParameter(search: string): string | undefined {
 }
 
 /**
- * The middleware.
+ * The duplicate-parameter step.
  *
  * @example
  * ```ts ignore
- * app.on("GET", "/files", rejectDuplicateParameters(), handler);
+ * rejectDuplicateParameters(c);
  * ```
  */
-export function rejectDuplicateParameters() {
-  return createMiddleware<ServerEnv>(async (c, next) => {
-    const url = c.req.url;
-    const q = url.indexOf("?");
-    if (q !== -1) {
-      const key = repeatedParameter(url.slice(q));
-      if (key !== undefined) {
-        throw new ApiError("duplicate_parameter", `Query parameter "${key}" is repeated`, {
-          param: key,
-        });
-      }
-    }
-    await next();
-  });
+export function rejectDuplicateParameters(c: Context<ServerEnv>): void {
+  const url = c.req.url;
+  const q = url.indexOf("?");
+  if (q === -1) return;
+  const key = repeatedParameter(url.slice(q));
+  if (key !== undefined) {
+    throw new ApiError("duplicate_parameter", `Query parameter "${key}" is repeated`, {
+      param: key,
+    });
+  }
 }
