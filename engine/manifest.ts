@@ -41,10 +41,15 @@ import {
   STRENGTHS,
   WITNESS_KINDS,
 } from "./schema.ts";
-import type { BoundName, ModelForm, QuestionKind, Strength, WitnessKind } from "./types.ts";
+import type { Description } from "./types.ts";
 
-/** One engine of a manifest, with paths resolved. */
-export interface EngineEntry {
+/**
+ * One engine of a manifest, with paths resolved: how to start it, and the Description fields it
+ * must match (compared as in `compat.ts`). The entry's `bounds` are the bounds `run` sends, its
+ * `model` the forms the model is sent in, and its `authority` caps every verdict (absent caps at
+ * `observed`).
+ */
+export interface EngineEntry extends Omit<Description, "name" | "version"> {
   /** The engine's name in the manifest. */
   name: string;
   /** Program and arguments; no shell is involved. */
@@ -53,22 +58,6 @@ export interface EngineEntry {
   cwd: string;
   /** Variables added to the child's environment. */
   env: Record<string, string>;
-  /** The protocol version the engine must speak. */
-  protocol: number;
-  /** The question kinds it must answer. */
-  answers: QuestionKind[];
-  /** The declaration kinds it must answer about. */
-  subjects?: string[];
-  /** The bounds it must take; `run` sends exactly these. */
-  bounds?: BoundName[];
-  /** The witness kind it must return. */
-  witness?: WitnessKind;
-  /** The model forms it must take; the host sends the model in these forms. */
-  model?: ModelForm[];
-  /** The strongest claim that may stand; absent caps every verdict at `observed`. */
-  authority?: Strength;
-  /** Whether it must take more than one request at a time. */
-  concurrent?: boolean;
 }
 
 /** A loaded manifest. */
