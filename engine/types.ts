@@ -174,7 +174,7 @@ export interface Sources {
 
 /**
  * One node of a graph (an action or a state). The contract fixes `name` and `kind`; every further
- * field is the engine's to define (see `engine/examples/README.md` for the example engine's).
+ * field is the engine's to define (see `engine/examples/graph_model.ts` for the example engine's).
  */
 export interface GraphNode {
   /** Name of the node. */
