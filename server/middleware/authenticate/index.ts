@@ -39,6 +39,34 @@ function presented(headers: Headers): string[] {
   return [...values];
 }
 
+/** The subprotocol prefix that carries a token on the PTY port: `sandbar.bearer.<token>`. */
+export const BEARER_SUBPROTOCOL_PREFIX = "sandbar.bearer.";
+
+/**
+ * Tokens a WebSocket client can send without headers (browsers cannot set them on a
+ * WebSocket): `Sec-WebSocket-Protocol` entries `sandbar.bearer.<token>` and `access_token`
+ * query parameters. Read on the PTY port only; see `docs/server/terminal.md`.
+ */
+function presentedWithoutHeaders(req: Request): string[] {
+  const values: string[] = [];
+  const protocols = req.headers.get("sec-websocket-protocol");
+  if (protocols !== null) {
+    for (const part of protocols.split(",")) {
+      const p = part.trim();
+      if (p.startsWith(BEARER_SUBPROTOCOL_PREFIX)) {
+        values.push(p.slice(BEARER_SUBPROTOCOL_PREFIX.length));
+      }
+    }
+  }
+  const query = req.url.indexOf("?");
+  if (query !== -1) {
+    for (const v of new URLSearchParams(req.url.slice(query + 1)).getAll("access_token")) {
+      values.push(v);
+    }
+  }
+  return values.filter((v) => v !== "");
+}
+
 /**
  * The identity holding a token, by constant-time comparison, or undefined.
  *
@@ -66,7 +94,12 @@ export function identify(identities: readonly Identity[], token: string): Identi
  */
 export function authenticate(c: Context<ServerEnv>): void {
   if (c.get("endpoint").spec.public) return;
-  const tokens = presented(c.req.raw.headers);
+  let tokens = presented(c.req.raw.headers);
+  // PTY port only (pty_connect): also a subprotocol entry or an access_token query parameter,
+  // since browsers cannot set headers on a WebSocket. Port 9000 never looks at either.
+  if (c.get("endpoint").spec.port === "pty") {
+    tokens = [...new Set([...tokens, ...presentedWithoutHeaders(c.req.raw)])];
+  }
   if (tokens.length === 0) {
     throw new ApiError("unauthorized", "Missing token: send Authorization: Bearer <token>");
   }

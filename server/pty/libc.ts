@@ -1,0 +1,107 @@
+/**
+ * The few libc calls a pseudo-terminal needs, through `Deno.dlopen`. Deno has no pty API and
+ * `Deno.Command` cannot hand a child an arbitrary descriptor, so the master side lives here, as
+ * a raw descriptor, for the whole life of a terminal.
+ *
+ * Every call but `poll` is synchronous: they run on the JavaScript thread, never block (the
+ * descriptors are `O_NONBLOCK`), and so `errno` read right after them is theirs. `poll` is
+ * declared `nonblocking` (it runs on Deno's FFI worker pool and returns a Promise); a pending
+ * one keeps the event loop alive, so every terminal owns a wake-up pipe that ends its poll.
+ *
+ * Linux x86_64 and aarch64 constants (glibc and the generic ABI agree on these two).
+ *
+ * @module
+ */
+
+/** `open(2)` and `posix_openpt(3)` flags. */
+export const O_RDWR = 0o2;
+/** Do not make the opened terminal our controlling terminal. */
+export const O_NOCTTY = 0o400;
+/** Reads and writes return `EAGAIN` instead of blocking. */
+export const O_NONBLOCK = 0o4000;
+/** Closed in children on exec: a shell must never inherit the master side. */
+export const O_CLOEXEC = 0o2000000;
+
+/** `errno` values the shim tells apart. */
+export const EINTR = 4;
+/** The other side of the terminal is gone. */
+export const EIO = 5;
+/** Nothing to read, or no room to write, right now. */
+export const EAGAIN = 11;
+
+/** `poll(2)` event bits. */
+export const POLLIN = 0x1;
+/** Room to write. */
+export const POLLOUT = 0x4;
+/** An error condition. */
+export const POLLERR = 0x8;
+/** Hang-up: no slave side is open. */
+export const POLLHUP = 0x10;
+
+/** `ioctl(2)` requests for the window size (`struct winsize`). */
+export const TIOCGWINSZ = 0x5413n;
+/** Set the window size; the kernel sends `SIGWINCH` to the foreground process group. */
+export const TIOCSWINSZ = 0x5414n;
+
+const SYMBOLS = {
+  posix_openpt: { parameters: ["i32"], result: "i32" },
+  grantpt: { parameters: ["i32"], result: "i32" },
+  unlockpt: { parameters: ["i32"], result: "i32" },
+  ptsname_r: { parameters: ["i32", "buffer", "usize"], result: "i32" },
+  // Variadic in C; the third argument is a pointer for the window-size requests, and passing a
+  // buffer where the ABI expects the first variadic word works on x86_64 and aarch64.
+  ioctl: { parameters: ["i32", "u64", "buffer"], result: "i32" },
+  open: { parameters: ["buffer", "i32", "u32"], result: "i32" },
+  read: { parameters: ["i32", "buffer", "usize"], result: "isize" },
+  write: { parameters: ["i32", "buffer", "usize"], result: "isize" },
+  close: { parameters: ["i32"], result: "i32" },
+  pipe2: { parameters: ["buffer", "i32"], result: "i32" },
+  poll: { parameters: ["buffer", "u64", "i32"], result: "i32", nonblocking: true },
+  __errno_location: { parameters: [], result: "pointer" },
+  strerror: { parameters: ["i32"], result: "pointer" },
+} as const;
+
+/** The opened library: its symbols. */
+export type Libc = Deno.DynamicLibrary<typeof SYMBOLS>["symbols"];
+
+let library: Deno.DynamicLibrary<typeof SYMBOLS> | undefined;
+
+/**
+ * libc, opened on first use and kept for the life of the process (closing it while a `poll` is
+ * in flight would unmap code another thread is running).
+ *
+ * @example
+ * ```ts ignore
+ * const fd = libc().posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+ * ```
+ */
+export function libc(): Libc {
+  library ??= Deno.dlopen("libc.so.6", SYMBOLS);
+  return library.symbols;
+}
+
+/** `errno` of the last synchronous call on this thread. */
+export function errno(): number {
+  const p = libc().__errno_location();
+  return p === null ? 0 : new Deno.UnsafePointerView(p).getInt32();
+}
+
+/** A libc failure with its `errno`, named after the call that failed. */
+export class LibcError extends Error {
+  /** The errno value. */
+  readonly errno: number;
+
+  /** An error for `call`, with the current `errno` unless given. */
+  constructor(call: string, code: number = errno()) {
+    const text = libc().strerror(code);
+    const reason = text === null ? `errno ${code}` : Deno.UnsafePointerView.getCString(text);
+    super(`${call} failed: ${reason}`);
+    this.name = "LibcError";
+    this.errno = code;
+  }
+}
+
+/** Close a descriptor, ignoring errors (it is ours, and only closed once). */
+export function closeFd(fd: number): void {
+  if (fd >= 0) libc().close(fd);
+}
