@@ -1,0 +1,193 @@
+/**
+ * The environment guard: what a caller may put in the environment of a process it starts (the
+ * `env` map of `shell`, `shell_stream`, `process_start`, `run_code`, `pty_create`) or in the
+ * environment store (`POST /system/env`).
+ *
+ * Order of refusals, first wins:
+ * 1. `env_invalid` (400): the map is not an object of strings; a name is not
+ *    `[A-Za-z_][A-Za-z0-9_]*` (so empty, `=`, NUL, spaces, `%`… are refused); a value has a NUL
+ *    byte; more than {@linkcode MAX_ENV_ENTRIES} names.
+ * 2. `env_var_denied` (403): the name is refused **by name**: it matches `env.deny` (default
+ *    `LD_PRELOAD`, `LD_LIBRARY_PATH`, `LD_AUDIT`, `DYLD_*`), or it is one the server never lets a
+ *    caller set (its token variable `SVC_SERVER_TOKEN`, the identities' `token_env` variables, its
+ *    own `SANDBAR_*` settings), or, while command rules are in force, a variable that changes
+ *    which program a name runs or what bash runs on start ({@linkcode SHELL_CONTROL_VARIABLES}).
+ *    A deny always wins over `env.allow`.
+ * 3. `env_var_not_allowed` (403): `env.allow` is set and the name matches none of its entries.
+ *
+ * Entries of both lists are names or globs where `*` matches any run of characters.
+ *
+ * @module
+ */
+
+import { ApiError } from "../../errors.ts";
+import type { CompiledPolicy } from "../../policy/compile.ts";
+
+/** Most names one map may carry. */
+export const MAX_ENV_ENTRIES = 1024;
+
+/** A valid variable name. */
+export const ENV_NAME: RegExp = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** Names a caller may never set: the server's own credentials and settings. */
+export const SERVER_RESERVED_VARIABLES: readonly string[] = ["SVC_SERVER_TOKEN", "SANDBAR_*"];
+
+/**
+ * Variables that decide which program a command name runs, or what bash runs before the command;
+ * refused while `allow_commands` or `deny_commands` is set, since they would let a string that
+ * passed the command guard run something else.
+ */
+export const SHELL_CONTROL_VARIABLES: readonly string[] = [
+  "PATH",
+  "BASH_ENV",
+  "ENV",
+  "SHELLOPTS",
+  "BASHOPTS",
+  "IFS",
+  "PROMPT_COMMAND",
+  "PS4",
+  "CDPATH",
+  "GLOBIGNORE",
+  "BASH_LOADABLES_PATH",
+  "EXECIGNORE",
+];
+
+const patternCache = new Map<string, RegExp>();
+
+/**
+ * Whether a variable name matches a list entry (a name, or a glob with `*`).
+ *
+ * @example
+ * ```ts
+ * import { nameMatches } from "./index.ts";
+ * nameMatches("DYLD_INSERT_LIBRARIES", "DYLD_*"); // true
+ * ```
+ */
+export function nameMatches(name: string, pattern: string): boolean {
+  if (!pattern.includes("*")) return name === pattern;
+  let re = patternCache.get(pattern);
+  if (!re) {
+    const body = pattern.split("*").map((p) => p.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*");
+    re = new RegExp(`^${body}$`);
+    patternCache.set(pattern, re);
+  }
+  return re.test(name);
+}
+
+/** What the environment guard reads from the policy. */
+export interface EnvRules {
+  /** `env.allow`: when set, only matching names may be set. */
+  allow?: readonly string[];
+  /** `env.deny` plus the server's reserved names. */
+  deny: readonly string[];
+}
+
+/**
+ * The env rules of a compiled policy: `env.allow`, `env.deny`, the server's reserved names and
+ * the identities' token variables; the shell-control variables too while command rules are in
+ * force.
+ *
+ * @example
+ * ```ts ignore
+ * const rules = envRules(state.policy);
+ * ```
+ */
+export function envRules(policy: CompiledPolicy): EnvRules {
+  const deny = [...policy.env.deny, ...SERVER_RESERVED_VARIABLES];
+  for (const identity of policy.source.identities ?? []) {
+    if (identity.token_env) deny.push(identity.token_env);
+  }
+  if (policy.allowCommands !== undefined || policy.denyCommands.length > 0) {
+    deny.push(...SHELL_CONTROL_VARIABLES);
+  }
+  return { allow: policy.env.allow, deny };
+}
+
+/** The verdict on one name. */
+export type EnvNameVerdict =
+  | { allowed: true }
+  | { allowed: false; code: "env_var_denied" | "env_var_not_allowed"; reason: string };
+
+/**
+ * Decide one name (already known to be valid).
+ *
+ * @example
+ * ```ts
+ * import { decideEnvName } from "./index.ts";
+ * decideEnvName({ deny: ["LD_PRELOAD"] }, "LD_PRELOAD").allowed; // false
+ * ```
+ */
+export function decideEnvName(rules: EnvRules, name: string): EnvNameVerdict {
+  const denied = rules.deny.find((p) => nameMatches(name, p));
+  if (denied !== undefined) {
+    return {
+      allowed: false,
+      code: "env_var_denied",
+      reason: `Environment variable ${name} is denied (matches ${denied})`,
+    };
+  }
+  if (rules.allow && !rules.allow.some((p) => nameMatches(name, p))) {
+    return {
+      allowed: false,
+      code: "env_var_not_allowed",
+      reason: `Environment variable ${name} is not in env.allow`,
+    };
+  }
+  return { allowed: true };
+}
+
+function invalid(message: string, param: string): ApiError {
+  return new ApiError("env_invalid", message, { param });
+}
+
+/**
+ * Check an `env` map from a request and return it typed. `undefined` gives `{}`. With
+ * `allowNull`, a `null` value means "remove" (used by `POST /system/env`): its name must be
+ * valid, but removing is always allowed.
+ *
+ * @example
+ * ```ts
+ * import { guardEnv } from "./index.ts";
+ * guardEnv({ deny: ["LD_PRELOAD"] }, { FOO: "1" }); // { FOO: "1" }
+ * ```
+ */
+export function guardEnv(
+  rules: EnvRules,
+  raw: unknown,
+  options: { param?: string; allowNull?: boolean } = {},
+): Record<string, string | null> {
+  const param = options.param ?? "env";
+  if (raw === undefined) return {};
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw invalid("env must be an object of string values", param);
+  }
+  const entries = Object.entries(raw);
+  if (entries.length > MAX_ENV_ENTRIES) {
+    throw invalid(`env has more than ${MAX_ENV_ENTRIES} variables`, param);
+  }
+  // Built with fromEntries: a `__proto__` name stays an ordinary variable.
+  const checked: [string, string | null][] = [];
+  for (const [name, value] of entries) {
+    if (!ENV_NAME.test(name)) {
+      throw invalid(
+        `Environment variable name ${JSON.stringify(name)} is not valid ([A-Za-z_][A-Za-z0-9_]*)`,
+        param,
+      );
+    }
+    if (value === null && options.allowNull) {
+      checked.push([name, null]);
+      continue;
+    }
+    if (typeof value !== "string") {
+      throw invalid(`Environment variable ${name} must be a string`, param);
+    }
+    if (value.includes("\0")) throw invalid(`Environment variable ${name} has a NUL byte`, param);
+    checked.push([name, value]);
+  }
+  for (const [name, value] of checked) {
+    if (value === null) continue;
+    const verdict = decideEnvName(rules, name);
+    if (!verdict.allowed) throw new ApiError(verdict.code, verdict.reason, { param });
+  }
+  return Object.fromEntries(checked);
+}
