@@ -7,10 +7,12 @@
 
 import { commandsHandlers } from "./commands/index.ts";
 import { coreHandlers } from "./core/index.ts";
+import { fileOpsHandlers } from "./file_ops/index.ts";
 import type { HandlerMap } from "./types.ts";
 
 /** All handlers. */
 export const HANDLERS: HandlerMap = {
   ...coreHandlers,
   ...commandsHandlers,
+  ...fileOpsHandlers,
 };

@@ -74,7 +74,16 @@ export function isWithin(path: string, tree: string): boolean {
   return path === tree || path.startsWith(tree.endsWith("/") ? tree : `${tree}/`);
 }
 
-function deniedBy(path: string, patterns: readonly string[]): string | undefined {
+/**
+ * The `paths.deny` pattern that refuses an absolute path (or one of its parents), if any.
+ *
+ * @example
+ * ```ts
+ * import { deniedBy } from "./index.ts";
+ * deniedBy("/workspace/app/.env/x", ["**\/.env"]); // "**\/.env"
+ * ```
+ */
+export function deniedBy(path: string, patterns: readonly string[]): string | undefined {
   if (patterns.length === 0) return undefined;
   // A denied directory denies everything below it.
   let p = path;

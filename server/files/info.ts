@@ -1,0 +1,88 @@
+/**
+ * `FileInfo`, the one description of a path every file endpoint answers with: the SDK
+ * contract's `{name, path, type, size}` plus `mode`, `modified`, `symlink` and
+ * `symlink_target`.
+ *
+ * @module
+ */
+
+import { basename } from "node:path";
+import { resolveGuardedPath } from "../guards/paths/resolve.ts";
+import type { ServerState } from "../state.ts";
+
+/** One file or directory, as the file endpoints describe it. */
+export interface FileInfo {
+  /** Base name. */
+  name: string;
+  /** Absolute path, as asked (not the link target). */
+  path: string;
+  /** `file` or `directory`; for a link, its target's type when the target is allowed. */
+  type: "file" | "directory";
+  /** Bytes. */
+  size: number;
+  /** Permission bits (`0o644` is 420). */
+  mode: number;
+  /** Last modification, ISO 8601, or null. */
+  modified: string | null;
+  /** Whether the entry itself is a symbolic link. */
+  symlink: boolean;
+  /** The link's text as stored, when `symlink`. */
+  symlink_target: string | null;
+}
+
+function plain(path: string, st: Deno.FileInfo): FileInfo {
+  return {
+    name: basename(path) || "/",
+    path,
+    type: st.isDirectory ? "directory" : "file",
+    size: st.size,
+    mode: (st.mode ?? 0) & 0o7777,
+    modified: st.mtime?.toISOString() ?? null,
+    symlink: false,
+    symlink_target: null,
+  };
+}
+
+/**
+ * Describe a path from its `lstat`. For a link, the target is described only when the path
+ * guard would let a read through it, so a link never reveals what lies outside.
+ *
+ * @example
+ * ```ts ignore
+ * const info = await describePath(state, "/workspace/a.txt", "/workspace/a.txt", await Deno.lstat(p));
+ * ```
+ */
+export async function describePath(
+  state: ServerState,
+  shown: string,
+  real: string,
+  lstat: Deno.FileInfo,
+): Promise<FileInfo> {
+  if (!lstat.isSymlink) return plain(shown, lstat);
+  let target: string | null = null;
+  try {
+    target = await Deno.readLink(real);
+  } catch { /* vanished */ }
+  let followed: Deno.FileInfo | null = null;
+  try {
+    const g = await resolveGuardedPath(state, shown, "read");
+    if (g.exists) followed = await Deno.stat(g.path);
+  } catch { /* refused or dangling: described as the link alone */ }
+  const info = plain(shown, followed ?? lstat);
+  if (!followed) info.type = "file";
+  info.symlink = true;
+  info.symlink_target = target;
+  return info;
+}
+
+/**
+ * Describe a path whose `lstat` is known not to be a link, without touching the disk.
+ *
+ * @example
+ * ```ts ignore
+ * const info = describeStat("/workspace/a.txt", await file.stat());
+ * ```
+ */
+export function describeStat(shown: string, st: Deno.FileInfo): FileInfo {
+  return plain(shown, st);
+}

@@ -1,0 +1,211 @@
+/**
+ * Searching a tree by name glob and by content, bounded in results, depth, file size and time.
+ * Links are never followed (a link is matched by its name only), so a search cannot wander out
+ * of the tree it was given.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+
+/** What to look for, and the bounds. */
+export interface SearchQuery {
+  /** Glob over names (or, with a `/`, over paths relative to the root of the search). */
+  pattern?: string;
+  /** Text to find in files. */
+  content?: string;
+  /** `content` is a regular expression. */
+  regex: boolean;
+  /** Match case. */
+  caseSensitive: boolean;
+  /** Stop after this many matches. */
+  maxResults: number;
+  /** Do not descend deeper than this. */
+  maxDepth: number;
+  /** Stop after this many milliseconds. */
+  timeoutMs: number;
+  /** Skip larger files in a content search. */
+  maxFileBytes: number;
+  /** Include names starting with a dot. */
+  includeHidden: boolean;
+}
+
+/** One match. */
+export interface SearchMatch {
+  /** Absolute path, as asked. */
+  path: string;
+  /** Base name. */
+  name: string;
+  /** `file` or `directory` (a link is a `file`). */
+  type: "file" | "directory";
+  /** Bytes. */
+  size: number;
+  /** For a content match: 1-based line. */
+  line?: number;
+  /** For a content match: 1-based column (UTF-16 units). */
+  column?: number;
+  /** For a content match: the line, cut to 500 characters. */
+  text?: string;
+}
+
+/** The outcome of a search. */
+export interface SearchResult {
+  /** Matches, in walk order (depth first, names sorted). */
+  matches: SearchMatch[];
+  /** `maxResults` was reached. */
+  truncated: boolean;
+  /** `timeoutMs` was reached. */
+  timed_out: boolean;
+  /** Files whose content was read. */
+  files_scanned: number;
+}
+
+/**
+ * A search glob as a regular expression: `*` and `?` within a component, `**` any depth,
+ * `[abc]`/`[!abc]` classes; everything else literal.
+ *
+ * @example
+ * ```ts
+ * import { searchGlob } from "./search.ts";
+ * searchGlob("*.[jt]s", true).test("main.ts"); // true
+ * ```
+ */
+export function searchGlob(glob: string, caseSensitive: boolean): RegExp {
+  let out = "";
+  for (let i = 0; i < glob.length; i++) {
+    const ch = glob[i];
+    if (ch === "*" && glob[i + 1] === "*") {
+      if (glob[i + 2] === "/") {
+        out += "(?:.*/)?";
+        i += 2;
+      } else {
+        out += ".*";
+        i += 1;
+      }
+    } else if (ch === "*") out += "[^/]*";
+    else if (ch === "?") out += "[^/]";
+    else if (ch === "[") {
+      const close = glob.indexOf("]", i + 2);
+      if (close === -1) out += "\\[";
+      else {
+        let body = glob.slice(i + 1, close);
+        const negate = body.startsWith("!") || body.startsWith("^");
+        if (negate) body = body.slice(1);
+        out += `[${negate ? "^" : ""}${body.replace(/[\\\]^]/g, "\\$&")}]`;
+        i = close;
+      }
+    } else out += ch.replace(/[.+^${}()|\\\]]/g, "\\$&");
+  }
+  return new RegExp(`^${out}$`, caseSensitive ? "u" : "iu");
+}
+
+function isBinary(bytes: Uint8Array): boolean {
+  return bytes.subarray(0, 8192).includes(0);
+}
+
+/**
+ * Search below `real` (shown to the client as `shown`). `hide` leaves out an entry (and, for a
+ * directory, everything below it).
+ *
+ * @example
+ * ```ts ignore
+ * const r = await searchTree("/workspace", "/workspace", query, () => false);
+ * ```
+ */
+export async function searchTree(
+  real: string,
+  shown: string,
+  query: SearchQuery,
+  hide: (shown: string, real: string) => boolean,
+): Promise<SearchResult> {
+  const deadline = Date.now() + query.timeoutMs;
+  const result: SearchResult = {
+    matches: [],
+    truncated: false,
+    timed_out: false,
+    files_scanned: 0,
+  };
+  const nameRe = query.pattern === undefined
+    ? undefined
+    : searchGlob(query.pattern, query.caseSensitive);
+  const byPath = query.pattern?.includes("/") ?? false;
+  let contentRe: RegExp | undefined;
+  let needle: string | undefined;
+  if (query.content !== undefined) {
+    if (query.regex) contentRe = new RegExp(query.content, query.caseSensitive ? "" : "i");
+    else needle = query.caseSensitive ? query.content : query.content.toLowerCase();
+  }
+  const stop = () => {
+    if (result.matches.length >= query.maxResults) result.truncated = true;
+    else if (Date.now() > deadline) result.timed_out = true;
+    return result.truncated || result.timed_out;
+  };
+  const decoder = new TextDecoder();
+
+  async function scan(file: string, match: Omit<SearchMatch, "line" | "column" | "text">) {
+    if (match.size > query.maxFileBytes) return;
+    let bytes: Uint8Array;
+    try {
+      bytes = await Deno.readFile(file);
+    } catch {
+      return;
+    }
+    result.files_scanned++;
+    if (isBinary(bytes)) return;
+    const lines = decoder.decode(bytes).split("\n");
+    for (let i = 0; i < lines.length; i++) {
+      if (i % 1000 === 0 && stop()) return;
+      const text = lines[i].endsWith("\r") ? lines[i].slice(0, -1) : lines[i];
+      const at = contentRe
+        ? text.search(contentRe)
+        : (query.caseSensitive ? text : text.toLowerCase()).indexOf(needle!);
+      if (at === -1) continue;
+      result.matches.push({ ...match, line: i + 1, column: at + 1, text: text.slice(0, 500) });
+      if (stop()) return;
+    }
+  }
+
+  async function walk(dirReal: string, dirShown: string, rel: string, depth: number) {
+    const names: string[] = [];
+    try {
+      for await (const e of Deno.readDir(dirReal)) names.push(e.name);
+    } catch {
+      return;
+    }
+    names.sort();
+    for (const name of names) {
+      if (stop()) return;
+      if (!query.includeHidden && name.startsWith(".")) continue;
+      const childReal = join(dirReal, name);
+      const childShown = join(dirShown, name);
+      if (hide(childShown, childReal)) continue;
+      let st: Deno.FileInfo;
+      try {
+        st = await Deno.lstat(childReal);
+      } catch {
+        continue;
+      }
+      const childRel = rel === "" ? name : `${rel}/${name}`;
+      const isDirectory = st.isDirectory;
+      const named = nameRe === undefined || nameRe.test(byPath ? childRel : name);
+      const match = {
+        path: childShown,
+        name,
+        type: isDirectory ? "directory" as const : "file" as const,
+        size: st.size,
+      };
+      if (named && query.content === undefined) {
+        result.matches.push(match);
+      } else if (named && st.isFile) {
+        await scan(childReal, match);
+      }
+      if (isDirectory && depth < query.maxDepth) {
+        await walk(childReal, childShown, childRel, depth + 1);
+      }
+    }
+  }
+
+  await walk(real, shown, "", 1);
+  if (result.matches.length > query.maxResults) result.matches.length = query.maxResults;
+  return result;
+}

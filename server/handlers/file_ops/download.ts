@@ -1,0 +1,115 @@
+/**
+ * `files_download` (`GET /files`) and `files_download_legacy` (`GET /download`): a file,
+ * streamed from disk, one `Range` honoured.
+ *
+ * @module
+ */
+
+import type { Context } from "hono";
+import { basename } from "node:path";
+import { ApiError } from "../../errors.ts";
+import { assertSameFile, resolveGuardedPath } from "../../guards/paths/resolve.ts";
+import { parseRange } from "../../files/range.ts";
+import type { ServerEnv } from "../../state.ts";
+
+const CHUNK = 256 * 1024;
+
+/** `count` bytes of an open file from its current position; the file is closed at the end. */
+function slice(file: Deno.FsFile, count: number): ReadableStream<Uint8Array> {
+  let left = count;
+  return new ReadableStream<Uint8Array>({
+    type: "bytes",
+    async pull(controller) {
+      const buf = new Uint8Array(Math.min(CHUNK, left));
+      const n = buf.length === 0 ? null : await file.read(buf);
+      if (n === null) {
+        file.close();
+        controller.close();
+        // A file cut short while we read: the client sees fewer bytes than announced.
+        return;
+      }
+      left -= n;
+      controller.enqueue(n === buf.length ? buf : buf.subarray(0, n));
+      if (left === 0) {
+        file.close();
+        controller.close();
+      }
+    },
+    cancel() {
+      file.close();
+    },
+  });
+}
+
+function contentDisposition(name: string): string {
+  const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, "_");
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`;
+}
+
+/**
+ * Serve one file: 200 whole, 206 for a satisfiable range, 416 for one past the end.
+ *
+ * @example
+ * ```ts ignore
+ * files_download: (c) => download(c, false),
+ * ```
+ */
+export async function download(c: Context<ServerEnv>, attachment: boolean): Promise<Response> {
+  const g = await resolveGuardedPath(c.var.state, c.req.query("path"), "read");
+  if (!g.exists) {
+    throw new ApiError("not_found", `${g.requested} does not exist`, { param: "path" });
+  }
+  if (g.stat!.isDirectory) {
+    throw new ApiError("invalid_arguments", `${g.requested} is a directory; use files_archive`, {
+      param: "path",
+    });
+  }
+  const file = await Deno.open(g.path, { read: true });
+  let st: Deno.FileInfo;
+  try {
+    st = await file.stat();
+    assertSameFile(st, g.stat);
+  } catch (e) {
+    file.close();
+    throw e;
+  }
+  const size = st.size;
+  const headers = new Headers({
+    "content-type": "application/octet-stream",
+    "accept-ranges": "bytes",
+    "etag": `"${st.ino?.toString(36)}-${size.toString(36)}-${
+      (st.mtime?.getTime() ?? 0).toString(36)
+    }"`,
+  });
+  if (st.mtime) headers.set("last-modified", st.mtime.toUTCString());
+  if (attachment) headers.set("content-disposition", contentDisposition(basename(g.requested)));
+  const range = parseRange(c.req.header("range"), size);
+  if (range.kind === "unsatisfiable") {
+    file.close();
+    headers.set("content-range", `bytes */${size}`);
+    headers.delete("content-type");
+    return new Response(null, { status: 416, headers });
+  }
+  if (range.kind === "whole") {
+    headers.set("content-length", String(size));
+    return new Response(size === 0 ? closeAndEmpty(file) : slice(file, size), {
+      status: 200,
+      headers,
+    });
+  }
+  const count = range.end - range.start + 1;
+  try {
+    await file.seek(range.start, Deno.SeekMode.Start);
+  } catch (e) {
+    file.close();
+    throw e;
+  }
+  headers.set("content-length", String(count));
+  headers.set("content-range", `bytes ${range.start}-${range.end}/${size}`);
+  return new Response(slice(file, count), { status: 206, headers });
+}
+
+function closeAndEmpty(file: Deno.FsFile): null {
+  file.close();
+  return null;
+}
