@@ -1,0 +1,53 @@
+/**
+ * `pty_create`: every input through the guards the process and file groups use, then a
+ * terminal. The shell is a program like `argv[0]` of `process_start` (command rules), the
+ * working directory a path like any other (path guard, and it must be a directory), the
+ * environment the one every new process gets plus the request's guarded `env`.
+ *
+ * Note for operators: a terminal runs whatever is typed into it, so the command rules can only
+ * decide whether the shell itself may start; with `allow_commands` set, allowing `bash` there
+ * allows everything bash can run.
+ *
+ * @module
+ */
+
+import { ApiError } from "../../errors.ts";
+import { resolveGuardedPath } from "../../guards/paths/resolve.ts";
+import { TooManyTerminalsError } from "../../pty/manager.ts";
+import type { EndpointHandler } from "../types.ts";
+import { terminals } from "./lookup.ts";
+import { CreateBody, readBody } from "./schema.ts";
+import { viewTerminal } from "./view.ts";
+import { guardShell, shellEnvironment } from "./guards.ts";
+
+/** The `pty_create` handler. */
+export const ptyCreate: EndpointHandler = async (c) => {
+  const state = c.var.state;
+  const body = await readBody(c, CreateBody);
+  const cwd = await resolveGuardedPath(state, body.cwd ?? state.root, "read", "cwd");
+  if (!cwd.exists || !(await Deno.stat(cwd.path).then((s) => s.isDirectory, () => false))) {
+    throw new ApiError("invalid_path", `cwd ${cwd.path} is not a directory`, { param: "cwd" });
+  }
+  const env = shellEnvironment(state, body.env);
+  const program = guardShell(state, body.shell, body.args, cwd.path, env);
+  let terminal;
+  try {
+    terminal = terminals(c).start({
+      owner: c.var.identity.id,
+      shell: program,
+      args: body.args,
+      cwd: cwd.path,
+      env,
+      size: { cols: body.cols, rows: body.rows },
+      idleTimeoutMs: body.idle_timeout * 1000,
+    });
+  } catch (e) {
+    if (e instanceof TooManyTerminalsError) {
+      throw new ApiError("concurrency_limited", e.message, { retryAfter: 5 });
+    }
+    throw new ApiError("internal", `Could not open a terminal: ${(e as Error).message}`, {
+      cause: e,
+    });
+  }
+  return c.json(viewTerminal(terminal, state.addresses.ptyUrl), 201);
+};
