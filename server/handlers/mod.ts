@@ -8,6 +8,7 @@
 import { commandsHandlers } from "./commands/index.ts";
 import { coreHandlers } from "./core/index.ts";
 import { fileOpsHandlers } from "./file_ops/index.ts";
+import { processHandlers } from "./process/index.ts";
 import { terminalHandlers } from "./terminal/index.ts";
 import type { HandlerMap } from "./types.ts";
 
@@ -16,5 +17,6 @@ export const HANDLERS: HandlerMap = {
   ...coreHandlers,
   ...commandsHandlers,
   ...fileOpsHandlers,
+  ...processHandlers,
   ...terminalHandlers,
 };

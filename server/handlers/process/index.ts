@@ -1,0 +1,36 @@
+/**
+ * The process group: run and wait, run and stream, and background processes with their
+ * signals, stdin and output. Wire shapes: `docs/server/process.md`.
+ *
+ * @module
+ */
+
+import type { HandlerMap } from "../types.ts";
+import {
+  processGet,
+  processList,
+  processOutput,
+  processSignal,
+  processStart,
+  processStdin,
+} from "./background.ts";
+import { shell, shellStream } from "./shell.ts";
+
+/**
+ * The process group's handlers.
+ *
+ * @example
+ * ```ts ignore
+ * const handlers = { ...processHandlers };
+ * ```
+ */
+export const processHandlers: HandlerMap = {
+  shell,
+  shell_stream: shellStream,
+  process_start: processStart,
+  process_list: processList,
+  process_get: processGet,
+  process_signal: processSignal,
+  process_stdin: processStdin,
+  process_output: processOutput,
+};

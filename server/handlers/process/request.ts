@@ -1,0 +1,157 @@
+/**
+ * Reading the bodies of the process group (and of `run_code`) and turning one into a
+ * {@linkcode SpawnRequest} through every guard a process start passes: the command rules on
+ * `cmd` or `argv`, the path guard on `cwd` (an existing directory), and the environment guard
+ * on `env`, over the environment store.
+ *
+ * @module
+ */
+
+import type { Context } from "hono";
+import { z } from "zod";
+import { ApiError } from "../../errors.ts";
+import { commandRules, guardArgv, guardShellCommand } from "../../guards/commands/index.ts";
+import { envRules, guardEnv } from "../../guards/env/index.ts";
+import { resolveGuardedPath } from "../../guards/paths/resolve.ts";
+import { environmentStore } from "../../process/environment.ts";
+import type { SpawnRequest } from "../../process/spawn.ts";
+import type { ServerEnv, ServerState } from "../../state.ts";
+
+const MiB = 1024 * 1024;
+
+/** Fields every process start takes; the guarded ones are checked by their guards, not zod. */
+const common = {
+  cmd: z.unknown().optional(),
+  argv: z.unknown().optional(),
+  cwd: z.unknown().optional(),
+  env: z.unknown().optional(),
+  timeout: z.number().min(0).max(86400).optional(),
+};
+
+/** Body of `shell` and `shell_stream`. */
+export const ShellBody = z.strictObject({
+  ...common,
+  stdin: z.string().optional(),
+  max_output_bytes: z.number().int().min(1).max(64 * MiB).optional(),
+});
+
+/** Body of `process_start`. */
+export const StartBody = z.strictObject({
+  ...common,
+  stdin: z.boolean().optional(),
+  buffer_bytes: z.number().int().min(1024).max(64 * MiB).optional(),
+  tag: z.string().max(128).optional(),
+});
+
+/** Default per-stream limit of `shell` output. */
+export const DEFAULT_MAX_OUTPUT = 16 * MiB;
+
+/**
+ * Read a JSON body and parse it with `schema`. Not JSON: `invalid_request`; a wrong or unknown
+ * key: `invalid_arguments` naming it.
+ *
+ * @example
+ * ```ts ignore
+ * const body = await readJson(c, ShellBody);
+ * ```
+ */
+export async function readJson<T extends z.ZodType>(
+  c: Context<ServerEnv>,
+  schema: T,
+): Promise<z.output<T>> {
+  const text = await c.req.text();
+  let raw: unknown = {};
+  if (text.trim() !== "") {
+    try {
+      raw = JSON.parse(text);
+    } catch {
+      throw new ApiError("invalid_request", "Body must be JSON");
+    }
+  }
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new ApiError("invalid_request", "Body must be a JSON object");
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const keys = issue.code === "unrecognized_keys" ? issue.keys : [];
+    const param = keys.length > 0 ? keys[0] : issue.path.join(".") || undefined;
+    const message = keys.length > 0
+      ? `Unknown key ${JSON.stringify(keys[0])}`
+      : `${param ?? "body"}: ${issue.message}`;
+    throw new ApiError("invalid_arguments", message, { param });
+  }
+  return parsed.data;
+}
+
+/** The guarded working directory: `raw` (default the root), an existing directory. */
+export async function guardCwd(state: ServerState, raw: unknown): Promise<string> {
+  const g = await resolveGuardedPath(state, raw ?? state.root, "read", "cwd");
+  if (!g.exists) {
+    throw new ApiError("invalid_path", `cwd ${g.path} does not exist`, { param: "cwd" });
+  }
+  const st = await Deno.stat(g.path).catch(() => null);
+  if (!st?.isDirectory) {
+    throw new ApiError("invalid_path", `cwd ${g.path} is not a directory`, { param: "cwd" });
+  }
+  return g.path;
+}
+
+/** The whole environment of a new process: the store with the guarded `env` map on top. */
+export function guardedEnvironment(state: ServerState, raw: unknown): Record<string, string> {
+  return environmentStore(state).forProcess(guardEnv(envRules(state.policy), raw));
+}
+
+/** The command of a body: exactly one of `cmd` (shell) and `argv` (exec), guarded. */
+export function guardCommand(
+  state: ServerState,
+  body: { cmd?: unknown; argv?: unknown },
+): { cmd?: string; argv?: string[] } {
+  const rules = commandRules(state.policy);
+  if (body.cmd !== undefined && body.argv !== undefined) {
+    throw new ApiError("command_invalid", "Give cmd or argv, not both", { param: "cmd" });
+  }
+  if (body.argv !== undefined) return { argv: guardArgv(rules, body.argv) };
+  if (body.cmd === undefined) {
+    throw new ApiError("command_invalid", "cmd is required", { param: "cmd" });
+  }
+  return { cmd: guardShellCommand(rules, body.cmd) };
+}
+
+/**
+ * A spawn request from a body, through every guard: command, then env, then cwd.
+ *
+ * @example
+ * ```ts ignore
+ * const req = await spawnRequest(c.var.state, body, 60);
+ * ```
+ */
+export async function spawnRequest(
+  state: ServerState,
+  body: z.output<typeof ShellBody> | z.output<typeof StartBody>,
+  defaultTimeout: number,
+): Promise<SpawnRequest> {
+  const command = guardCommand(state, body);
+  const env = guardedEnvironment(state, body.env);
+  const cwd = await guardCwd(state, body.cwd);
+  return { ...command, cwd, env, timeoutMs: (body.timeout ?? defaultTimeout) * 1000 };
+}
+
+/** Turn a spawn failure into the contract's refusal. */
+export function spawnFailure(e: unknown, request: SpawnRequest): ApiError {
+  const program = request.argv?.[0];
+  if (program !== undefined && e instanceof Deno.errors.NotFound) {
+    return new ApiError("process_invalid", `Program not found: ${program}`, { param: "argv" });
+  }
+  if (program !== undefined && e instanceof Deno.errors.PermissionDenied) {
+    return new ApiError("process_invalid", `Program is not executable: ${program}`, {
+      param: "argv",
+    });
+  }
+  if (e instanceof Deno.errors.NotFound) {
+    return new ApiError("invalid_path", `cwd ${request.cwd} does not exist`, { param: "cwd" });
+  }
+  return new ApiError("internal", `Could not start the process: ${(e as Error).message}`, {
+    cause: e,
+  });
+}

@@ -1,0 +1,146 @@
+/**
+ * `POST /process/shell` (run and wait) and `POST /process/shell/stream` (run, streaming NDJSON
+ * ProcessChunks). Both kill the process group when the client goes away.
+ *
+ * @module
+ */
+
+import { TailBuffer } from "../../process/output.ts";
+import type { ExitInfo, SpawnRequest } from "../../process/spawn.ts";
+import { type ProcessEntry, processTable } from "../../process/table.ts";
+import type { ServerState } from "../../state.ts";
+import type { EndpointHandler } from "../types.ts";
+import { DEFAULT_MAX_OUTPUT, readJson, ShellBody, spawnFailure, spawnRequest } from "./request.ts";
+
+/** Default timeout of `shell` and `shell_stream`, in seconds (the SDK's `commands.run`). */
+const DEFAULT_TIMEOUT = 60;
+
+/** Spawn a shell-kind entry, or throw the contract's refusal. */
+export function spawnShell(
+  state: ServerState,
+  identity: string,
+  request: SpawnRequest,
+  onChunk: (type: "stdout" | "stderr", bytes: Uint8Array) => void,
+): ProcessEntry {
+  try {
+    return processTable(state).spawn(request, { identity, kind: "shell", onChunk });
+  } catch (e) {
+    throw spawnFailure(e, request);
+  }
+}
+
+/** The fields of a finished run, as the wire names them. */
+export function exitFields(exit: ExitInfo) {
+  return {
+    exit_code: exit.exitCode,
+    execution_time: exit.executionTime,
+    timed_out: exit.timedOut,
+    signal: exit.signal,
+  };
+}
+
+/**
+ * Run a request to the end, keeping the last `max` bytes of each stream; kills the group if
+ * `signal` aborts first.
+ */
+export async function runToEnd(
+  state: ServerState,
+  identity: string,
+  request: SpawnRequest,
+  max: number,
+  signal: AbortSignal,
+) {
+  const out = { stdout: new TailBuffer(max), stderr: new TailBuffer(max) };
+  const entry = spawnShell(state, identity, request, (type, bytes) => out[type].push(bytes));
+  const abort = () => entry.process.kill("SIGKILL");
+  signal.addEventListener("abort", abort, { once: true });
+  try {
+    const exit = await entry.process.exited;
+    return {
+      pid: entry.process.pid,
+      stdout: out.stdout.text(),
+      stderr: out.stderr.text(),
+      ...exitFields(exit),
+      stdout_dropped: out.stdout.dropped,
+      stderr_dropped: out.stderr.dropped,
+    };
+  } finally {
+    signal.removeEventListener("abort", abort);
+  }
+}
+
+/** `POST /process/shell`. */
+export const shell: EndpointHandler = async (c) => {
+  const body = await readJson(c, ShellBody);
+  const request = await spawnRequest(c.var.state, body, DEFAULT_TIMEOUT);
+  request.stdinText = body.stdin;
+  const result = await runToEnd(
+    c.var.state,
+    c.var.identity.id,
+    request,
+    body.max_output_bytes ?? DEFAULT_MAX_OUTPUT,
+    c.req.raw.signal,
+  );
+  return c.json(result);
+};
+
+const encoder = new TextEncoder();
+
+function line(value: unknown): Uint8Array {
+  return encoder.encode(JSON.stringify(value) + "\n");
+}
+
+/** `POST /process/shell/stream`. */
+export const shellStream: EndpointHandler = async (c) => {
+  const body = await readJson(c, ShellBody);
+  const state = c.var.state;
+  const request = await spawnRequest(state, body, DEFAULT_TIMEOUT);
+  request.stdinText = body.stdin;
+  // A reader that stops reading costs at most this many queued bytes; beyond it output is
+  // dropped and counted on the exit line.
+  const queueLimit = body.max_output_bytes ?? DEFAULT_MAX_OUTPUT;
+  const dropped = { stdout: 0, stderr: 0 };
+  const decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() };
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  const spawned: { entry?: ProcessEntry } = {};
+  const stream = new ReadableStream<Uint8Array>({
+    start(c) {
+      controller = c;
+    },
+    cancel() {
+      spawned.entry?.process.kill("SIGKILL");
+    },
+  }, new ByteLengthQueuingStrategy({ highWaterMark: 64 * 1024 }));
+  const send = (type: "stdout" | "stderr", text: string, bytes: number) => {
+    if (text === "") return;
+    if ((controller.desiredSize ?? 0) < -queueLimit) {
+      dropped[type] += bytes;
+      return;
+    }
+    try {
+      controller.enqueue(line({ type, data: text, exit_code: null }));
+    } catch { /* the client went away */ }
+  };
+  const entry = spawned.entry = spawnShell(state, c.var.identity.id, request, (type, bytes) => {
+    send(type, decoders[type].decode(bytes, { stream: true }), bytes.byteLength);
+  });
+  entry.process.exited.then((exit) => {
+    for (const type of ["stdout", "stderr"] as const) send(type, decoders[type].decode(), 0);
+    const last: Record<string, unknown> = { type: "exit", data: "", ...exitFields(exit) };
+    if (dropped.stdout || dropped.stderr) {
+      last.stdout_dropped = dropped.stdout;
+      last.stderr_dropped = dropped.stderr;
+    }
+    try {
+      controller.enqueue(line(last));
+      controller.close();
+    } catch { /* the client went away */ }
+  });
+  return new Response(stream, {
+    headers: {
+      "content-type": "application/x-ndjson",
+      "x-process-id": String(entry.process.pid),
+      "cache-control": "no-store",
+    },
+  });
+};

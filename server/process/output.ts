@@ -1,0 +1,200 @@
+/**
+ * Bounded output buffers. A process can print without end; the server never holds more than a
+ * set number of bytes of it, drops the oldest first, and counts what it dropped so the caller
+ * is told.
+ *
+ * - {@linkcode TailBuffer}: one stream's last N bytes, decoded once at the end (`shell`).
+ * - {@linkcode OutputLog}: both streams as decoded chunks with byte offsets, readable from an
+ *   offset and followable while the process runs (`process_start`, `process_output`).
+ *
+ * @module
+ */
+
+/** Which stream a chunk came from. */
+export type StreamName = "stdout" | "stderr";
+
+const decoder = new TextDecoder();
+const encoder = new TextEncoder();
+
+/** Decode bytes cut at an arbitrary point: continuation bytes at the cut are skipped. */
+function decodeTail(bytes: Uint8Array): string {
+  let start = 0;
+  while (start < bytes.length && start < 3 && (bytes[start] & 0xc0) === 0x80) start++;
+  return decoder.decode(bytes.subarray(start));
+}
+
+/**
+ * The last `limit` bytes of one stream.
+ *
+ * @example
+ * ```ts
+ * import { TailBuffer } from "./output.ts";
+ * const b = new TailBuffer(4);
+ * b.push(new TextEncoder().encode("abcdef"));
+ * b.text(); // "cdef"
+ * b.dropped; // 2
+ * ```
+ */
+export class TailBuffer {
+  readonly #limit: number;
+  #chunks: Uint8Array[] = [];
+  #size = 0;
+  /** Bytes dropped from the front. */
+  dropped = 0;
+
+  /** A buffer keeping at most `limit` bytes. */
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+
+  /** Add bytes, dropping the oldest beyond the limit. */
+  push(chunk: Uint8Array): void {
+    if (chunk.byteLength === 0) return;
+    this.#chunks.push(chunk);
+    this.#size += chunk.byteLength;
+    while (this.#size > this.#limit) {
+      const first = this.#chunks[0];
+      const over = this.#size - this.#limit;
+      if (first.byteLength <= over) {
+        this.#chunks.shift();
+        this.#size -= first.byteLength;
+        this.dropped += first.byteLength;
+      } else {
+        this.#chunks[0] = first.subarray(over);
+        this.#size -= over;
+        this.dropped += over;
+      }
+    }
+  }
+
+  /** The kept bytes as text. */
+  text(): string {
+    const all = new Uint8Array(this.#size);
+    let at = 0;
+    for (const c of this.#chunks) {
+      all.set(c, at);
+      at += c.byteLength;
+    }
+    return this.dropped > 0 ? decodeTail(all) : decoder.decode(all);
+  }
+}
+
+/** One chunk of an {@linkcode OutputLog}. */
+export interface OutputChunk {
+  /** The stream. */
+  type: StreamName;
+  /** Decoded text. */
+  data: string;
+  /** Position of the chunk's first byte, counting both streams since the start. */
+  offset: number;
+  /** Length in bytes of the output the chunk stands for. */
+  bytes: number;
+}
+
+/** What {@linkcode OutputLog.read} answers. */
+export interface OutputSlice {
+  /** Chunks that end after the asked offset. */
+  chunks: OutputChunk[];
+  /** Oldest position still held. */
+  startOffset: number;
+  /** Position after the last byte so far. */
+  nextOffset: number;
+  /** Bytes between the asked offset and `startOffset` that are gone. */
+  dropped: number;
+}
+
+/**
+ * Both streams of a process as chunks with offsets, holding at most `limit` bytes.
+ *
+ * @example
+ * ```ts
+ * import { OutputLog } from "./output.ts";
+ * const log = new OutputLog(1024);
+ * log.append("stdout", "hi\n", 3);
+ * log.read(0).nextOffset; // 3
+ * ```
+ */
+export class OutputLog {
+  readonly #limit: number;
+  #chunks: OutputChunk[] = [];
+  #held = 0;
+  #start = 0;
+  #end = 0;
+  #closed = false;
+  #changed = Promise.withResolvers<void>();
+
+  /** A log keeping at most `limit` bytes. */
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+
+  /** Bytes produced so far. */
+  get total(): number {
+    return this.#end;
+  }
+
+  /** Bytes dropped so far. */
+  get dropped(): number {
+    return this.#start;
+  }
+
+  /** Whether the process's output has ended. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Add a decoded chunk that stood for `bytes` bytes of output. */
+  append(type: StreamName, data: string, bytes: number): void {
+    if (bytes === 0 && data === "") return;
+    let chunk: OutputChunk = { type, data, offset: this.#end, bytes };
+    this.#end += bytes;
+    if (bytes > this.#limit) {
+      const encoded = encoder.encode(data);
+      const kept = decodeTail(encoded.subarray(Math.max(0, encoded.byteLength - this.#limit)));
+      chunk = { type, data: kept, offset: this.#end - this.#limit, bytes: this.#limit };
+    }
+    this.#chunks.push(chunk);
+    this.#held += chunk.bytes;
+    while (this.#held > this.#limit && this.#chunks.length > 1) {
+      const first = this.#chunks.shift()!;
+      this.#held -= first.bytes;
+    }
+    this.#start = this.#chunks[0]?.offset ?? this.#end;
+    this.#notify();
+  }
+
+  /** Mark the end of output; followers stop waiting. */
+  close(): void {
+    this.#closed = true;
+    this.#notify();
+  }
+
+  #notify(): void {
+    this.#changed.resolve();
+    this.#changed = Promise.withResolvers<void>();
+  }
+
+  /** Chunks from `offset` on. */
+  read(offset: number): OutputSlice {
+    const chunks = this.#chunks.filter((c) => c.offset + c.bytes > offset);
+    return {
+      chunks,
+      startOffset: this.#start,
+      nextOffset: this.#end,
+      dropped: Math.max(0, Math.min(this.#start, this.#end) - offset),
+    };
+  }
+
+  /** Resolves when output past `offset` arrives, the log closes, or `signal` aborts. */
+  async waitBeyond(offset: number, signal?: AbortSignal): Promise<void> {
+    if (this.#end > offset || this.#closed || signal?.aborted) return;
+    const aborted = Promise.withResolvers<void>();
+    const onAbort = () => aborted.resolve();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      await Promise.race([this.#changed.promise, aborted.promise]);
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+    }
+  }
+}

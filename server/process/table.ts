@@ -1,0 +1,157 @@
+/**
+ * The process table: every process the server is running for a caller (`shell`, `shell_stream`,
+ * `process_start`, `run_code`), by pid, each owned by the identity that started it. Background
+ * processes stay listed after they exit (the newest {@linkcode KEEP_FINISHED} per identity) so
+ * their exit code and output can still be read. Closing the table kills every group and waits for
+ * each to be reaped, so no process outlives the server.
+ *
+ * @module
+ */
+
+import type { ServerState, Service } from "../state.ts";
+import { OutputLog, type StreamName } from "./output.ts";
+import { type ExitInfo, ManagedProcess, type SpawnRequest } from "./spawn.ts";
+
+/** Finished background processes kept per identity. */
+export const KEEP_FINISHED = 128;
+
+/** How long `close()` waits for killed groups to be reaped. */
+const CLOSE_WAIT_MS = 5000;
+
+/** What kind of request started a process. */
+export type ProcessKind = "shell" | "background";
+
+/** A process in the table. */
+export interface ProcessEntry {
+  /** The running (or finished) process. */
+  process: ManagedProcess;
+  /** Owner. */
+  identity: string;
+  /** How it was started. */
+  kind: ProcessKind;
+  /** Label given at start. */
+  tag: string | null;
+  /** Shell form. */
+  cmd: string | null;
+  /** Exec form. */
+  argv: string[] | null;
+  /** Working directory. */
+  cwd: string;
+  /** Output buffer (background processes only). */
+  log: OutputLog | null;
+  /** Set once exited. */
+  exit: ExitInfo | null;
+}
+
+/** What {@linkcode ProcessTable.spawn} needs besides the spawn request. */
+export interface EntryOptions {
+  /** Owner. */
+  identity: string;
+  /** Kind. */
+  kind: ProcessKind;
+  /** Label. */
+  tag?: string | null;
+  /** For background processes: the output buffer size in bytes. */
+  bufferBytes?: number;
+  /** For shell processes: where output goes as it is read. */
+  onChunk?: (type: StreamName, bytes: Uint8Array) => void;
+}
+
+/**
+ * The table service.
+ *
+ * @example
+ * ```ts ignore
+ * const entry = processTable(state).spawn(request, { identity: "default", kind: "background", bufferBytes: 1 << 20 });
+ * ```
+ */
+export class ProcessTable implements Service {
+  readonly #entries = new Map<number, ProcessEntry>();
+  #closed = false;
+
+  /** Start a process and list it. Throws what spawning throws. */
+  spawn(request: SpawnRequest, options: EntryOptions): ProcessEntry {
+    if (this.#closed) throw new Error("the process table is closed");
+    const log = options.kind === "background"
+      ? new OutputLog(options.bufferBytes ?? 1 << 20)
+      : null;
+    const decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() };
+    const onChunk = log
+      ? (type: StreamName, bytes: Uint8Array) =>
+        log.append(type, decoders[type].decode(bytes, { stream: true }), bytes.byteLength)
+      : options.onChunk ?? (() => {});
+    const process = new ManagedProcess(request, onChunk);
+    const entry: ProcessEntry = {
+      process,
+      identity: options.identity,
+      kind: options.kind,
+      tag: options.tag ?? null,
+      cmd: request.cmd ?? null,
+      argv: request.argv ?? null,
+      cwd: request.cwd,
+      log,
+      exit: null,
+    };
+    this.#entries.set(process.pid, entry);
+    process.exited.then((exit) => {
+      entry.exit = exit;
+      if (log) {
+        for (const type of ["stdout", "stderr"] as const) {
+          const rest = decoders[type].decode();
+          if (rest) log.append(type, rest, 0);
+        }
+        log.close();
+      }
+      if (entry.kind === "shell") this.#entries.delete(process.pid);
+      else this.#trim(entry.identity);
+    });
+    return entry;
+  }
+
+  #trim(identity: string): void {
+    const finished = [...this.#entries.values()]
+      .filter((e) => e.identity === identity && e.kind === "background" && e.exit);
+    for (const e of finished.slice(0, Math.max(0, finished.length - KEEP_FINISHED))) {
+      this.#entries.delete(e.process.pid);
+    }
+  }
+
+  /** The entry of `pid` if `identity` owns it. */
+  get(pid: number, identity: string): ProcessEntry | undefined {
+    const e = this.#entries.get(pid);
+    return e && e.identity === identity ? e : undefined;
+  }
+
+  /** Entries of `identity`, oldest first. */
+  list(identity: string): ProcessEntry[] {
+    return [...this.#entries.values()]
+      .filter((e) => e.identity === identity)
+      .sort((a, b) => a.process.startedAt.getTime() - b.process.startedAt.getTime());
+  }
+
+  /** Kill every running group and wait (bounded) until each is reaped. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const running = [...this.#entries.values()].filter((e) => e.process.running);
+    for (const e of running) e.process.kill("SIGKILL");
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      Promise.all(running.map((e) => e.process.exited)),
+      new Promise((r) => (timer = setTimeout(r, CLOSE_WAIT_MS))),
+    ]);
+    clearTimeout(timer);
+    this.#entries.clear();
+  }
+}
+
+/**
+ * The server's process table (one per server).
+ *
+ * @example
+ * ```ts ignore
+ * const table = processTable(c.var.state);
+ * ```
+ */
+export function processTable(state: ServerState): ProcessTable {
+  return state.service("process", () => new ProcessTable());
+}
