@@ -6,16 +6,20 @@
  * client aborts, the body passes its limit, the disk fills), the temp file is removed and the
  * destination is as it was: the old file, or no file.
  *
- * Against a directory swapped for a link between the guard's check and the write, the temp file
- * is created with `O_EXCL` and then compared (device and inode) with what the directory holds
- * under its name, and the directory with what the guard checked; the rename names the temp file
- * by the same directory path, so in a swapped directory it fails rather than landing elsewhere.
+ * Against a link swapped into the destination's path after the guard looked: on Linux the
+ * directory is pinned by descriptor, opened with `RESOLVE_NO_SYMLINKS` (see `pinned_dir.ts`), and
+ * the temp file, the rename and the cleanup all happen relative to it, so nothing can land
+ * elsewhere. Where that is not available, the temp file is created with `O_EXCL` and compared
+ * (device and inode) with what the directory holds under its name, and the directory with what
+ * the guard checked; the rename names the temp file by the same directory path, so in a swapped
+ * directory it fails rather than landing elsewhere.
  *
  * @module
  */
 
 import { basename, dirname, join } from "node:path";
 import { ApiError } from "../errors.ts";
+import { PinnedDirectory, PinnedDirectoryError } from "./pinned_dir.ts";
 
 /** Options of {@linkcode writeAtomically}. */
 export interface AtomicWriteOptions {
@@ -27,6 +31,8 @@ export interface AtomicWriteOptions {
   expectedBytes?: number;
   /** The request parameter named in errors. */
   param?: string;
+  /** Refuse a link in any component of the directory's path (`paths.symlinks` is not `allow`). */
+  noSymlinks?: boolean;
 }
 
 /** The prefix of temp files, so an operator can find leftovers of a crash. */
@@ -76,17 +82,117 @@ export async function writeAtomically(
   options: AtomicWriteOptions,
 ): Promise<Deno.FileInfo> {
   const param = options.param ?? "path";
+  const existing = await lstatOrNull(target);
+  let pinned: PinnedDirectory | null = null;
+  try {
+    if (existing?.isDirectory) {
+      throw new ApiError("conflict", `${target} is a directory`, { param });
+    }
+    if (existing && !options.overwrite) {
+      throw new ApiError("file_exists", `${target} exists and overwrite is false`, { param });
+    }
+    pinned = PinnedDirectory.open(dirname(target), options.noSymlinks ?? true);
+  } catch (e) {
+    await body.cancel().catch(() => {});
+    if (e instanceof PinnedDirectoryError && e.code === "ELOOP") throw swapped(param);
+    throw e;
+  }
+  if (!pinned) return await writeByPath(target, body, options, existing);
+  try {
+    return await writePinned(pinned, target, body, options, existing);
+  } finally {
+    pinned.close();
+  }
+}
+
+async function readInto(
+  body: ReadableStream<Uint8Array>,
+  write: (chunk: Uint8Array<ArrayBuffer>) => Promise<void> | void,
+): Promise<number> {
+  let written = 0;
+  const reader = body.getReader();
+  try {
+    while (true) {
+      const { value, done } = await reader.read();
+      if (done) return written;
+      written += value.byteLength;
+      await write(value as Uint8Array<ArrayBuffer>);
+    }
+  } finally {
+    reader.releaseLock();
+  }
+}
+
+function checkLength(written: number, expected: number | undefined, param: string): void {
+  if (expected !== undefined && written !== expected) {
+    throw new ApiError("invalid_request", `The body ended after ${written} of ${expected} bytes`, {
+      param,
+    });
+  }
+}
+
+async function writePinned(
+  dir: PinnedDirectory,
+  target: string,
+  body: ReadableStream<Uint8Array>,
+  options: AtomicWriteOptions,
+  existing: Deno.FileInfo | null,
+): Promise<Deno.FileInfo> {
+  const param = options.param ?? "path";
+  const name = basename(target);
+  const temp = tempName();
+  let fd = -1;
+  let created = false;
+  try {
+    fd = dir.createExclusive(temp, 0o644);
+    created = true;
+    if (existing?.mode != null) dir.chmod(fd, existing.mode & 0o7777);
+    checkLength(
+      await readInto(body, (chunk) => dir.write(fd, chunk)),
+      options.expectedBytes,
+      param,
+    );
+    await dir.sync(fd);
+    dir.closeFile(fd);
+    fd = -1;
+    if (options.overwrite) dir.rename(temp, name);
+    else {
+      try {
+        dir.link(temp, name);
+      } catch (e) {
+        if ((e as PinnedDirectoryError).code === "EEXIST") {
+          throw new ApiError("file_exists", `${target} exists and overwrite is false`, { param });
+        }
+        throw e;
+      }
+      dir.unlink(temp);
+    }
+    created = false;
+    return await Deno.lstat(target);
+  } catch (e) {
+    if (fd >= 0) dir.closeFile(fd);
+    if (created) {
+      try {
+        dir.unlink(temp);
+      } catch { /* already gone */ }
+    }
+    await body.cancel().catch(() => {});
+    if ((e as PinnedDirectoryError).code === "EISDIR") {
+      throw new ApiError("conflict", `${target} is a directory`, { param, cause: e });
+    }
+    throw e;
+  }
+}
+
+async function writeByPath(
+  target: string,
+  body: ReadableStream<Uint8Array>,
+  options: AtomicWriteOptions,
+  existing: Deno.FileInfo | null,
+): Promise<Deno.FileInfo> {
+  const param = options.param ?? "path";
   const dir = dirname(target);
   const temp = join(dir, tempName());
-  const existing = await lstatOrNull(target);
-  if (existing?.isDirectory) {
-    await body.cancel().catch(() => {});
-    throw new ApiError("conflict", `${target} is a directory`, { param });
-  }
-  if (existing && !options.overwrite) {
-    await body.cancel().catch(() => {});
-    throw new ApiError("file_exists", `${target} exists and overwrite is false`, { param });
-  }
   let file: Deno.FsFile;
   try {
     file = await Deno.open(temp, { write: true, createNew: true, mode: 0o644 });
@@ -104,25 +210,11 @@ export async function writeAtomically(
       throw swapped(param);
     }
     if (existing && existing.mode !== null) await Deno.chmod(temp, existing.mode & 0o7777);
-    let written = 0;
-    const reader = body.getReader();
-    try {
-      while (true) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        written += value.byteLength;
-        await writeAll(file, value);
-      }
-    } finally {
-      reader.releaseLock();
-    }
-    if (options.expectedBytes !== undefined && written !== options.expectedBytes) {
-      throw new ApiError(
-        "invalid_request",
-        `The body ended after ${written} of ${options.expectedBytes} bytes`,
-        { param },
-      );
-    }
+    checkLength(
+      await readInto(body, (chunk) => writeAll(file, chunk)),
+      options.expectedBytes,
+      param,
+    );
     await file.syncData();
     file.close();
     closed = true;

@@ -9,6 +9,7 @@ import { ApiError } from "../../errors.ts";
 import { isWithin } from "../../guards/paths/index.ts";
 import { type GuardedPath, resolveGuardedPath } from "../../guards/paths/resolve.ts";
 import { assertTreeRemovable } from "../../guards/paths/tree.ts";
+import { removeEntry } from "../../files/entry_ops.ts";
 import type { ServerEnv, ServerState } from "../../state.ts";
 import { queryBool } from "./params.ts";
 
@@ -72,7 +73,11 @@ export async function deletePath(c: Context<ServerEnv>): Promise<Response> {
   }
   await assertUnchanged(g, "path");
   try {
-    await Deno.remove(g.path, { recursive: isDirectory && recursive });
+    await removeEntry(g.path, {
+      directory: isDirectory,
+      recursive,
+      noSymlinks: state.policy.paths.symlinks !== "allow",
+    });
   } catch (e) {
     if ((e as { code?: string }).code === "ENOTEMPTY") {
       throw new ApiError("conflict", `${g.requested} is not empty; pass recursive=true`, {

@@ -12,6 +12,7 @@ import { assertExtensionAllowed } from "../../guards/paths/extensions.ts";
 import { isWithin } from "../../guards/paths/index.ts";
 import { resolveGuardedPath } from "../../guards/paths/resolve.ts";
 import { assertTreeRemovable } from "../../guards/paths/tree.ts";
+import { moveEntry } from "../../files/entry_ops.ts";
 import type { ServerEnv } from "../../state.ts";
 import { assertNotAllowedRoot, assertUnchanged } from "./delete.ts";
 import { jsonBody } from "./params.ts";
@@ -64,20 +65,10 @@ export async function movePath(c: Context<ServerEnv>): Promise<Response> {
   }
   if (isDirectory) await assertTreeRemovable(state.policy.paths, s.requested, s.path, "source");
   await assertUnchanged(s, "source");
-  if (!body.overwrite && !isDirectory) {
-    try {
-      await Deno.link(s.path, d.path);
-    } catch (e) {
-      if (e instanceof Deno.errors.AlreadyExists) {
-        throw new ApiError("file_exists", `${d.requested} exists and overwrite is false`, {
-          param: "destination",
-        });
-      }
-      throw e;
-    }
-    await Deno.remove(s.path);
-  } else {
-    await Deno.rename(s.path, d.path);
-  }
+  await moveEntry(s.path, d.path, {
+    directory: isDirectory,
+    overwrite: body.overwrite,
+    noSymlinks: state.policy.paths.symlinks !== "allow",
+  });
   return c.json({ source: s.requested, destination: d.requested });
 }

@@ -92,6 +92,7 @@ export async function saveFile(
       overwrite,
       directory: g.ancestor.stat,
       expectedBytes,
+      noSymlinks: state.policy.paths.symlinks !== "allow",
     });
     return describeStat(g.requested, st);
   } finally {
