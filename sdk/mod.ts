@@ -1,6 +1,7 @@
 /**
  * sandbar's client library: the typed {@linkcode ServerClient} of the in-sandbox server, its
- * {@linkcode ServerCapabilities}, the error classes and the typed models.
+ * {@linkcode ServerCapabilities}, the error classes, the typed models, and
+ * {@linkcode ENDPOINT_METHODS} (endpoint id → client methods).
  *
  * @example
  * ```ts ignore
@@ -8,14 +9,15 @@
  *
  * await using client = new ServerClient("http://127.0.0.1:9000", { token: "…" });
  * const caps = await client.discover();
- * console.log(caps.can("shell"), await client.commands.list());
+ * if (caps.can("shell")) console.log((await client.process.shell("uname -a")).stdout);
+ * await client.files.upload("hello.txt", "hello");
  * ```
  *
  * @module
  */
 
 export * from "./errors/index.ts";
-export * from "./models/index.ts";
+export type * from "./models/index.ts";
 export {
   type CapabilitiesDocumentWire,
   type PathChecker,
@@ -27,8 +29,60 @@ export {
   ServerClient,
   type ServerClientOptions,
 } from "./client/index.ts";
-export { type CallOptions, CommandsApi } from "./client/commands.ts";
 export {
+  AgentsApi,
+  type AgentsAutomations,
+  type AgentsCrud,
+  type AgentsEnvironments,
+  type AgentsFiles,
+  type AgentsListOnly,
+  type AgentsMethod,
+  agentsMethodName,
+  type AgentsResponses,
+  type AgentsSessions,
+  type AgentsTurns,
+  type AgentsVaults,
+  type OpenAIClientOptions,
+} from "./client/agents.ts";
+export {
+  BrowserApi,
+  type NavigateOptions,
+  type PageWaitOptions,
+  type PdfOptions,
+  type TypeOptions,
+} from "./client/browser.ts";
+export { CommandsApi } from "./client/commands.ts";
+export {
+  type CodeLanguage,
+  DevtoolsApi,
+  type GitDiffOptions,
+  type RunCodeOptions,
+} from "./client/devtools.ts";
+export {
+  type ByteRange,
+  type DownloadOptions,
+  FilesApi,
+  type SearchOptions,
+  type UploadData,
+  type UploadOptions,
+  type WatchForOptions,
+  type WatchOptions,
+} from "./client/files.ts";
+export {
+  type Command,
+  type FollowOptions,
+  ProcessApi,
+  type RunOptions,
+  type RunStreamOptions,
+  type StartOptions,
+  waitingRequestTimeout,
+} from "./client/process.ts";
+export { PtyApi, type PtyConnectOptions, type PtyCreateOptions } from "./client/pty.ts";
+export { PtyConnection, stripAnsi } from "./client/pty_connection.ts";
+export { SystemApi } from "./client/system.ts";
+export {
+  type CallOptions,
+  callRequest,
   endpointUrl,
   type FetchFunction,
   type OpenResponse,
@@ -38,3 +92,4 @@ export {
   type TransportRequest,
 } from "./client/transport.ts";
 export { ROUTES } from "./client/routes.ts";
+export { ENDPOINT_METHODS } from "./endpoint_methods.ts";

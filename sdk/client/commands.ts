@@ -5,15 +5,7 @@
  */
 
 import type { ServerCommand, ServerCommandArg } from "../models/core.ts";
-import type { ServerTransport } from "./transport.ts";
-
-/** Options of a single call. */
-export interface CallOptions {
-  /** Cancels the call. */
-  signal?: AbortSignal;
-  /** Milliseconds for this call, overriding the client's `timeout`; `0` means none. */
-  timeout?: number;
-}
+import { type CallOptions, callRequest, type ServerTransport } from "./transport.ts";
 
 interface CommandWire {
   name: string;
@@ -52,7 +44,10 @@ export class CommandsApi {
 
   /** The registered commands, sorted by name. */
   async list(options: CallOptions = {}): Promise<ServerCommand[]> {
-    const body = await this.#t.json<{ commands: CommandWire[] }>("commands_list", options);
+    const body = await this.#t.json<{ commands: CommandWire[] }>(
+      "commands_list",
+      callRequest(options),
+    );
     return body.commands.map(toCommand);
   }
 
@@ -65,6 +60,10 @@ export class CommandsApi {
     args: Record<string, unknown> = {},
     options: CallOptions = {},
   ): Promise<T> {
-    return this.#t.json<T>("commands_run", { ...options, params: { name }, json: args });
+    return this.#t.json<T>("commands_run", {
+      ...callRequest(options),
+      params: { name },
+      json: args,
+    });
   }
 }

@@ -7,7 +7,14 @@
 import { type CapabilitiesDocumentWire, ServerCapabilities } from "../capabilities.ts";
 import { ValidationError } from "../errors/index.ts";
 import type { PathDecision, PathOperation } from "../models/core.ts";
+import { AgentsApi } from "./agents.ts";
+import { BrowserApi } from "./browser.ts";
 import { CommandsApi } from "./commands.ts";
+import { DevtoolsApi } from "./devtools.ts";
+import { FilesApi } from "./files.ts";
+import { ProcessApi } from "./process.ts";
+import { PtyApi } from "./pty.ts";
+import { SystemApi } from "./system.ts";
 import { type FetchFunction, ServerTransport } from "./transport.ts";
 
 /** Options of {@linkcode ServerClient}. */
@@ -66,8 +73,8 @@ interface DecisionWire {
 /**
  * The typed client of the in-sandbox server (HTTP on port 9000, PTY WebSocket on 9001).
  *
- * Sub-APIs: `commands` (named commands), and the groups as they are documented in
- * `docs/sdk/client.md`. Every error is a `SandboxError`; server refusals are
+ * Sub-APIs, one per server group: `files`, `process`, `pty`, `system`, `devtools`, `browser`,
+ * `commands`, `agents`. Every error is a `SandboxError`; server refusals are
  * `ServerAPIError`s with the server's `serverCode`, `endpoint` and `rule`.
  *
  * @example
@@ -95,8 +102,22 @@ export class ServerClient {
   capabilities: ServerCapabilities | null = null;
   /** The HTTP layer shared by the sub-APIs; for raw calls by endpoint id. */
   readonly transport: ServerTransport;
-  /** Named commands: `list`, `run`. */
+  /** Files: list, stat, exists, mkdir, delete, move, search, archive, watch, upload, download… */
+  readonly files: FilesApi;
+  /** Processes: shell, shellStream, runStream, start, list, get, signal, wait, output, follow… */
+  readonly process: ProcessApi;
+  /** Terminals: create, list, get, resize, delete, connect (WebSocket). */
+  readonly pty: PtyApi;
+  /** The machine: info, metrics, env, setEnv, ports, packages. */
+  readonly system: SystemApi;
+  /** Code and git: runCode, gitStatus, gitDiff. */
+  readonly devtools: DevtoolsApi;
+  /** Headless Chromium: navigate, screenshot, content, click, type, evaluate, pdf, console. */
+  readonly browser: BrowserApi;
+  /** Named commands: list, run. */
   readonly commands: CommandsApi;
+  /** The OpenAI-compatible agents group under `/v1/` (a thin pass-through). */
+  readonly agents: AgentsApi;
 
   readonly #options: ServerClientOptions;
 
@@ -123,7 +144,15 @@ export class ServerClient {
       fetch: options.fetch,
       capabilities: () => this.capabilities,
     });
+    const token = options.token ?? null;
+    this.files = new FilesApi(this.transport);
+    this.process = new ProcessApi(this.transport);
+    this.pty = new PtyApi(this.transport, this.ptyUrl, token);
+    this.system = new SystemApi(this.transport);
+    this.devtools = new DevtoolsApi(this.transport);
+    this.browser = new BrowserApi(this.transport);
     this.commands = new CommandsApi(this.transport);
+    this.agents = new AgentsApi(this.transport, token);
   }
 
   /**

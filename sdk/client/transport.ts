@@ -15,6 +15,7 @@ import {
   ValidationError,
 } from "../errors/index.ts";
 import { ROUTES } from "./routes.ts";
+import { ndjson } from "./wire.ts";
 
 /** A `fetch`-compatible function. */
 export type FetchFunction = (
@@ -24,6 +25,22 @@ export type FetchFunction = (
 
 /** A query parameter value; `undefined` and `null` leave the parameter out. */
 export type QueryValue = string | number | boolean | null | undefined;
+
+/** Options every client call takes. */
+export interface CallOptions {
+  /** Cancels the call (and closes its stream, for streaming calls). */
+  signal?: AbortSignal;
+  /**
+   * Milliseconds for this HTTP request, overriding the client's `timeout`; `0` means none.
+   * Not the operation's own `timeout` (which some methods take, in seconds, as the server does).
+   */
+  requestTimeout?: number;
+}
+
+/** The transport fields of {@linkcode CallOptions}. */
+export function callRequest(options: CallOptions): Pick<TransportRequest, "signal" | "timeout"> {
+  return { signal: options.signal, timeout: options.requestTimeout };
+}
 
 /** One request through {@linkcode ServerTransport}. */
 export interface TransportRequest {
@@ -150,6 +167,7 @@ export class ServerTransport {
   readonly #fetch: FetchFunction;
   readonly #capabilities: () => ServerCapabilities | null;
   readonly #open = new Set<AbortController>();
+  readonly #closers = new Set<() => void>();
   #closed = false;
 
   /** Make a transport. */
@@ -278,9 +296,37 @@ export class ServerTransport {
     }
   }
 
+  /**
+   * Send a request whose answer is an NDJSON stream and yield its objects. Stopping the loop
+   * cancels the body; the caller's `signal` aborting ends the iteration quietly.
+   */
+  async *lines(endpoint: string, req: TransportRequest = {}): AsyncGenerator<unknown> {
+    const { response, signal, done } = await this.open(endpoint, { ...req, stream: true });
+    try {
+      if (!response.body) return;
+      yield* ndjson(response.body);
+    } catch (e) {
+      if (req.signal?.aborted) return; // the caller stopped it: that is the end, not a failure
+      throw this.#translateFailure(e, signal, false, endpoint);
+    } finally {
+      done();
+    }
+  }
+
+  /**
+   * Run `closer` when the client closes (for connections that are not fetches, such as
+   * terminal WebSockets). Returns a function that forgets it.
+   */
+  track(closer: () => void): () => void {
+    this.#closers.add(closer);
+    return () => this.#closers.delete(closer);
+  }
+
   /** Abort every request and stream in flight; later calls throw {@linkcode ConnectionError}. */
   close(): void {
     this.#closed = true;
+    for (const closer of this.#closers) closer();
+    this.#closers.clear();
     for (const c of this.#open) {
       c.abort(new ConnectionError("The ServerClient was closed"));
     }

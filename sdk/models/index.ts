@@ -4,14 +4,10 @@
  * @module
  */
 
-export type {
-  DenialReason,
-  EndpointInfo,
-  EndpointLimits,
-  EndpointPaths,
-  GroupSummary,
-  PathDecision,
-  PathOperation,
-  ServerCommand,
-  ServerCommandArg,
-} from "./core.ts";
+export type * from "./browser.ts";
+export type * from "./core.ts";
+export type * from "./devtools.ts";
+export type * from "./files.ts";
+export type * from "./process.ts";
+export type * from "./pty.ts";
+export type * from "./system.ts";

@@ -105,16 +105,16 @@ Deno.test("discover caches capabilities and later calls fail fast without a requ
 });
 
 Deno.test("check asks the server for endpoint and path decisions", async () => {
-  await using server = await startTestServer({ policy: { endpoints: { browser: false } } });
+  await using server = await startTestServer({ policy: { endpoints: { commands_run: false } } });
   await using client = new ServerClient(server.url, { token: server.token });
   const ok = await client.check("commands_list");
   assert.equal(ok.allowed, true);
   assert.equal(ok.code, null);
-  const off = await client.check("browser_navigate");
+  const off = await client.check("commands_run");
   assert.deepEqual([off.allowed, off.code, off.rule], [
     false,
     "endpoint_disabled",
-    "policy:endpoints.browser",
+    "policy:endpoints.commands_run",
   ]);
   const unknown = await client.check("no_such_endpoint");
   assert.equal(unknown.code, "unknown_endpoint");
