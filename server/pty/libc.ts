@@ -22,6 +22,9 @@ export const O_NONBLOCK = 0o4000;
 /** Closed in children on exec: a shell must never inherit the master side. */
 export const O_CLOEXEC = 0o2000000;
 
+/** Open read-only. */
+export const O_RDONLY = 0;
+
 /** `errno` values the shim tells apart. */
 export const EINTR = 4;
 /** The other side of the terminal is gone. */
@@ -57,6 +60,9 @@ const SYMBOLS = {
   close: { parameters: ["i32"], result: "i32" },
   pipe2: { parameters: ["buffer", "i32"], result: "i32" },
   poll: { parameters: ["buffer", "u64", "i32"], result: "i32", nonblocking: true },
+  opendir: { parameters: ["buffer"], result: "pointer" },
+  readdir: { parameters: ["pointer"], result: "pointer" },
+  closedir: { parameters: ["pointer"], result: "i32" },
   __errno_location: { parameters: [], result: "pointer" },
   strerror: { parameters: ["i32"], result: "pointer" },
 } as const;
@@ -99,6 +105,14 @@ export class LibcError extends Error {
     this.name = "LibcError";
     this.errno = code;
   }
+}
+
+/** A string as a NUL-terminated buffer for a `char *` parameter. */
+export function cString(s: string): Uint8Array<ArrayBuffer> {
+  const bytes = new TextEncoder().encode(s);
+  const out = new Uint8Array(bytes.length + 1);
+  out.set(bytes);
+  return out;
 }
 
 /** Close a descriptor, ignoring errors (it is ours, and only closed once). */

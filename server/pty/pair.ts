@@ -12,6 +12,7 @@
 
 import {
   closeFd,
+  cString,
   libc,
   LibcError,
   O_CLOEXEC,
@@ -38,13 +39,6 @@ export interface WindowSize {
   cols: number;
   /** Rows. */
   rows: number;
-}
-
-function cString(s: string): Uint8Array<ArrayBuffer> {
-  const bytes = new TextEncoder().encode(s);
-  const out = new Uint8Array(bytes.length + 1);
-  out.set(bytes);
-  return out;
 }
 
 /**

@@ -1,26 +1,24 @@
 /**
  * Ending everything a terminal started. A shell with job control puts each job in its own
  * process group, so killing the shell's group would miss them; what they all share is the
- * session the shell leads. The members are found by scanning `/proc/<pid>/stat`.
+ * session the shell leads. The members are found by scanning `/proc/<pid>/stat` (through libc:
+ * see `./procfs.ts`).
  *
  * @module
  */
 
+import { listProcessIds, readProcFile } from "./procfs.ts";
+
 /** Process ids of the live (not zombie) members of a session. */
 export function sessionMembers(sid: number): number[] {
   const members: number[] = [];
-  for (const entry of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    let stat: string;
-    try {
-      stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
-    } catch {
-      continue; // exited meanwhile
-    }
+  for (const pid of listProcessIds()) {
+    const stat = readProcFile(`/proc/${pid}/stat`);
+    if (stat === undefined) continue; // exited meanwhile
     // pid (comm) state ppid pgrp session ...; comm may hold spaces and parentheses.
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     if (fields[0] === "Z" || fields[0] === "X") continue;
-    if (Number(fields[3]) === sid) members.push(Number(entry.name));
+    if (Number(fields[3]) === sid) members.push(pid);
   }
   return members;
 }

@@ -1,0 +1,422 @@
+// The terminal group against the real server with real bash on real pseudo-terminals: the
+// WebSocket protocol of docs/server/terminal.md, the guards, authentication on the PTY port,
+// and that every way a terminal ends leaves no process behind.
+import assert from "node:assert/strict";
+import { startTestServer, type TestServer } from "../helpers/server.ts";
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Bash without rc files and with a prompt we can recognize. */
+const BASH = { shell: "/bin/bash", args: ["--norc", "--noprofile"], env: { PS1: "READY$ " } };
+
+// deno-lint-ignore no-explicit-any
+type Json = any;
+
+/** Terminal output with escape sequences and carriage returns removed. */
+function plain(s: string): string {
+  // deno-lint-ignore no-control-regex
+  return s.replace(/\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[=>]|\r/g, "");
+}
+
+/** Live processes of a session, read from /proc independently of the server's own code. */
+function sessionMembers(sid: number): number[] {
+  const out: number[] = [];
+  for (const e of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(e.name)) continue;
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${e.name}/stat`);
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (f[0] !== "Z" && Number(f[3]) === sid) out.push(Number(e.name));
+    } catch { /* gone */ }
+  }
+  return out;
+}
+
+function processName(pid: number): string {
+  try {
+    return Deno.readTextFileSync(`/proc/${pid}/comm`).trim();
+  } catch {
+    return "";
+  }
+}
+
+/** Resolve when `check` holds, re-checked every 20 ms; fail with `what` after `ms`. */
+async function eventually<T>(check: () => T | undefined | false, what: string, ms = 20_000) {
+  const deadline = Date.now() + ms;
+  while (true) {
+    const v = check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** A WebSocket client of one terminal, collecting output and control messages. */
+class TermSocket {
+  readonly ws: WebSocket;
+  raw = "";
+  readonly controls: Json[] = [];
+  readonly opened: Promise<void>;
+  readonly closed: Promise<{ code: number; reason: string }>;
+  #waiters: (() => void)[] = [];
+
+  constructor(url: string, init?: { protocols?: string[]; headers?: Record<string, string> }) {
+    // Deno's WebSocket takes headers in a second-argument object.
+    this.ws = new WebSocket(url, init as unknown as string[]);
+    this.ws.binaryType = "arraybuffer";
+    const opened = Promise.withResolvers<void>();
+    const closed = Promise.withResolvers<{ code: number; reason: string }>();
+    this.opened = opened.promise;
+    this.closed = closed.promise;
+    this.ws.onopen = () => opened.resolve();
+    this.ws.onerror = () => opened.reject(new Error("WebSocket failed"));
+    this.ws.onclose = (e) => {
+      opened.reject(new Error(`closed before open: ${e.code}`));
+      closed.resolve({ code: e.code, reason: e.reason });
+      this.#notify();
+    };
+    this.opened.catch(() => {});
+    this.ws.onmessage = (e) => {
+      if (typeof e.data === "string") this.controls.push(JSON.parse(e.data));
+      else this.raw += decoder.decode(new Uint8Array(e.data), { stream: true });
+      this.#notify();
+    };
+  }
+
+  static async connect(server: TestServer, id: string): Promise<TermSocket> {
+    const s = new TermSocket(`${server.ptyUrl}/pty/${id}/connect`, {
+      headers: { authorization: `Bearer ${server.token}` },
+    });
+    await s.opened;
+    await s.control("ready");
+    return s;
+  }
+
+  get text(): string {
+    return plain(this.raw);
+  }
+
+  #notify(): void {
+    for (const w of this.#waiters.splice(0)) w();
+  }
+
+  /** Wait (driven by messages, with a deadline) until `check` returns something truthy. */
+  async until<T>(check: () => T | undefined | false, what: string, ms = 20_000): Promise<T> {
+    const deadline = Date.now() + ms;
+    while (true) {
+      const v = check();
+      if (v) return v;
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        throw new Error(`timed out waiting for ${what}; output so far:\n${this.text}`);
+      }
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await new Promise<void>((r) => {
+        this.#waiters.push(r);
+        timer = setTimeout(r, left);
+      });
+      clearTimeout(timer);
+    }
+  }
+
+  waitText(re: RegExp, from = 0): Promise<RegExpMatchArray> {
+    return this.until(() => this.text.slice(from).match(re) ?? undefined, `output ${re}`);
+  }
+
+  control(type: string, from = 0): Promise<Json> {
+    return this.until(
+      () => this.controls.slice(from).find((m) => m.type === type),
+      `control message ${type}`,
+    );
+  }
+
+  type(s: string): void {
+    this.ws.send(encoder.encode(s));
+  }
+
+  send(message: unknown): void {
+    this.ws.send(JSON.stringify(message));
+  }
+
+  async close(): Promise<void> {
+    if (this.ws.readyState < WebSocket.CLOSING) this.ws.close();
+    await this.closed;
+  }
+}
+
+async function create(server: TestServer, body: Record<string, unknown>): Promise<Json> {
+  const res = await server.fetch("/pty", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  const json = await res.json();
+  assert.equal(res.status, 201, JSON.stringify(json));
+  return json;
+}
+
+async function remove(server: TestServer, id: string): Promise<Json> {
+  const res = await server.fetch(`/pty/${id}`, { method: "DELETE" });
+  const json = await res.json();
+  assert.equal(res.status, 200, JSON.stringify(json));
+  return json;
+}
+
+Deno.test("a real bash on a real terminal: echo, resize, Ctrl-C, job control, exit status", async (t) => {
+  await using server = await startTestServer();
+  const term = await create(server, { ...BASH, cols: 100, rows: 30 });
+  assert.match(term.id, /^pty_[0-9a-f]{12}$/);
+  assert.equal(term.status, "running");
+  assert.equal(term.cols, 100);
+  assert.equal(term.rows, 30);
+  assert.equal(term.cwd, server.root);
+  assert.equal(term.connect_url, `${server.ptyUrl}/pty/${term.id}/connect`);
+  const ws = await TermSocket.connect(server, term.id);
+  await ws.waitText(/READY\$ /);
+
+  await t.step("typed input echoes and runs", async () => {
+    ws.type("echo sum=$((6*7))\r");
+    await ws.waitText(/echo sum=\$\(\(6\*7\)\)\n/); // the terminal echoed the keystrokes
+    await ws.waitText(/\nsum=42\n/); // and bash ran them
+  });
+
+  await t.step(
+    "the shell leads its session, with the terminal as controlling terminal",
+    async () => {
+      const from = ws.text.length;
+      ws.type('tty; read -r -a f < /proc/$$/stat; echo "pid=$$ sid=${f[5]}"\r');
+      const m = await ws.waitText(/\/dev\/pts\/\d+\npid=(\d+) sid=(\d+)\n/, from);
+      assert.equal(Number(m[1]), term.pid);
+      assert.equal(Number(m[2]), term.pid);
+    },
+  );
+
+  await t.step(
+    "stty size reports the size, after a resize over HTTP and over the socket",
+    async () => {
+      let from = ws.text.length;
+      ws.type("stty size\r");
+      await ws.waitText(/\n30 100\n/, from);
+      const res = await server.fetch(`/pty/${term.id}/resize`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ cols: 132, rows: 40 }),
+      });
+      assert.equal(res.status, 200);
+      const after = await res.json();
+      assert.deepEqual([after.cols, after.rows], [132, 40]);
+      const told = await ws.control("resize");
+      assert.deepEqual([told.cols, told.rows], [132, 40]);
+      from = ws.text.length;
+      ws.type("stty size; echo cols=$COLUMNS\r");
+      await ws.waitText(/\n40 132\ncols=132\n/, from);
+      ws.send({ type: "resize", cols: 61, rows: 17 });
+      from = ws.text.length;
+      ws.type("stty size\r");
+      await ws.waitText(/\n17 61\n/, from);
+      const got = await (await server.fetch(`/pty/${term.id}`)).json();
+      assert.deepEqual([got.cols, got.rows], [61, 17]);
+    },
+  );
+
+  await t.step("Ctrl-C interrupts a foreground sleep", async () => {
+    ws.type("sleep 300\r");
+    const sleeper = await eventually(
+      () => sessionMembers(term.pid).find((p) => processName(p) === "sleep"),
+      "sleep to run in the terminal's session",
+    );
+    const from = ws.text.length;
+    ws.type("\x03");
+    await eventually(() => !sessionMembers(term.pid).includes(sleeper), "sleep to be interrupted");
+    ws.type("echo status=$?\r");
+    await ws.waitText(/status=130\n/, from);
+  });
+
+  await t.step("job control: Ctrl-Z stops a job, which can then be killed", async () => {
+    const from = ws.text.length;
+    ws.type("sleep 301\r");
+    await eventually(
+      () => sessionMembers(term.pid).find((p) => processName(p) === "sleep"),
+      "sleep 301 to start",
+    );
+    ws.type("\x1a"); // Ctrl-Z
+    await ws.waitText(/Stopped\s+sleep 301/, from);
+    ws.type("jobs; kill %1; wait; echo jobs-done\r");
+    await ws.waitText(/jobs-done\n/, from);
+  });
+
+  await t.step("text-frame input, ping, and a refused control message", async () => {
+    const from = ws.text.length;
+    ws.send({ type: "input", data: "echo via-json-$((1+1))\r" });
+    await ws.waitText(/via-json-2\n/, from);
+    const c = ws.controls.length;
+    ws.send({ type: "ping" });
+    await ws.control("pong", c);
+    ws.send({ type: "resize", cols: 0, rows: 5 });
+    const err = await ws.control("error", c);
+    assert.equal(err.code, "invalid_request");
+    ws.ws.send("not json");
+    await ws.until(
+      () => ws.controls.slice(c).filter((m) => m.type === "error").length >= 2,
+      "2nd error",
+    );
+  });
+
+  await t.step("the exit status arrives, then the close code", async () => {
+    ws.type("sleep 1000 &\rexit 7\r");
+    const exit = await ws.control("exit");
+    assert.deepEqual(exit, { type: "exit", exit_code: 7, signal: null, reason: "exit" });
+    assert.deepEqual(await ws.closed, { code: 1000, reason: "exit" });
+    const got = await (await server.fetch(`/pty/${term.id}`)).json();
+    assert.equal(got.status, "exited");
+    assert.equal(got.exit_code, 7);
+    assert.equal(got.reason, "exit");
+    assert.equal(typeof got.exited_at, "string");
+    // The background job was hung up with the session.
+    assert.deepEqual(sessionMembers(term.pid), []);
+  });
+
+  await t.step("resizing an exited terminal is 409; deleting it forgets it", async () => {
+    const res = await server.fetch(`/pty/${term.id}/resize`, {
+      method: "POST",
+      body: JSON.stringify({ cols: 10, rows: 10 }),
+    });
+    assert.equal(res.status, 409);
+    assert.equal((await res.json()).code, "conflict");
+    await remove(server, term.id);
+    const gone = await server.fetch(`/pty/${term.id}`);
+    assert.equal(gone.status, 404);
+    assert.equal((await gone.json()).error, `No terminal ${term.id}`);
+  });
+});
+
+Deno.test("reconnect replays the scrollback; several clients share one terminal", async (t) => {
+  await using server = await startTestServer();
+  const term = await create(server, BASH);
+
+  await t.step("a client that drops and comes back gets the recent output first", async () => {
+    const first = await TermSocket.connect(server, term.id);
+    first.type("echo marker-$((20+22))\r");
+    await first.waitText(/marker-42\n/);
+    await first.close();
+    const again = await TermSocket.connect(server, term.id);
+    const ready = again.controls[0];
+    assert.equal(ready.type, "ready");
+    assert.ok(ready.replay > 0);
+    assert.equal(ready.terminal.id, term.id);
+    // Nothing typed on this connection, yet the earlier output is there.
+    await again.waitText(/marker-42\n/);
+    await again.close();
+  });
+
+  const b = await TermSocket.connect(server, term.id);
+  await t.step(
+    "two clients: both see the output, input from either, resize is broadcast",
+    async () => {
+      const a = await TermSocket.connect(server, term.id);
+      assert.equal(a.controls[0].terminal.clients, 2);
+      const fromA = a.text.length;
+      const fromB = b.text.length;
+      a.type("echo from-a-$((1+2))\r");
+      await a.waitText(/from-a-3\n/, fromA);
+      await b.waitText(/from-a-3\n/, fromB);
+      b.type("echo from-b-$((2+2))\r");
+      await a.waitText(/from-b-4\n/, fromA);
+      const before = a.controls.length;
+      b.send({ type: "resize", cols: 90, rows: 20 });
+      const told = await a.control("resize", before);
+      assert.deepEqual([told.cols, told.rows], [90, 20]);
+      const listed = await (await server.fetch("/pty")).json();
+      assert.equal(listed.terminals.length, 1);
+      assert.equal(listed.terminals[0].clients, 2);
+      await a.close();
+      // One client leaving does not affect the other or the terminal.
+      const from = b.text.length;
+      b.type("echo still-$((3+3))\r");
+      await b.waitText(/still-6\n/, from);
+    },
+  );
+
+  await t.step("DELETE ends it for every client with 4001, jobs included", async () => {
+    const c = await TermSocket.connect(server, term.id);
+    b.type("sleep 1002 & sleep 1001\r");
+    await eventually(
+      () => sessionMembers(term.pid).filter((p) => processName(p) === "sleep").length === 2,
+      "both sleeps",
+    );
+    const final = await remove(server, term.id);
+    assert.equal(final.status, "exited");
+    assert.equal(final.reason, "deleted");
+    assert.equal(final.exit_code, null);
+    assert.equal(final.signal, "SIGHUP");
+    for (const s of [b, c]) {
+      const exit = await s.control("exit");
+      assert.equal(exit.reason, "deleted");
+      assert.deepEqual(await s.closed, { code: 4001, reason: "deleted" });
+    }
+    assert.deepEqual(sessionMembers(term.pid), []);
+    assert.equal((await server.fetch(`/pty/${term.id}`)).status, 404);
+    const listed = await (await server.fetch("/pty")).json();
+    assert.deepEqual(listed.terminals, []);
+  });
+});
+
+Deno.test("a shell that ignores SIGHUP is killed by DELETE after the grace", async () => {
+  await using server = await startTestServer();
+  const term = await create(server, {
+    shell: "/bin/sh",
+    args: ["-c", "trap '' HUP; echo ignoring; while :; do sleep 1; done"],
+  });
+  const ws = await TermSocket.connect(server, term.id);
+  await ws.waitText(/ignoring/);
+  const final = await remove(server, term.id);
+  assert.equal(final.signal, "SIGKILL");
+  assert.deepEqual(await ws.closed, { code: 4001, reason: "deleted" });
+  assert.deepEqual(sessionMembers(term.pid), []);
+});
+
+Deno.test("the idle timeout ends a terminal nobody watches", async () => {
+  await using server = await startTestServer();
+  const term = await create(server, { ...BASH, idle_timeout: 1 });
+  let got: Json;
+  const deadline = Date.now() + 20_000;
+  while (true) {
+    got = await (await server.fetch(`/pty/${term.id}`)).json();
+    if (got.status === "exited" || Date.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.equal(got.status, "exited");
+  assert.equal(got.reason, "idle_timeout");
+  assert.deepEqual(sessionMembers(term.pid), []);
+  // A late client still gets the last output and the exit, then 4002.
+  const late = new TermSocket(`${server.ptyUrl}/pty/${term.id}/connect`, {
+    headers: { authorization: `Bearer ${server.token}` },
+  });
+  const exit = await late.control("exit");
+  assert.equal(exit.reason, "idle_timeout");
+  assert.deepEqual(await late.closed, { code: 4002, reason: "idle_timeout" });
+});
+
+Deno.test("stopping the server ends every terminal and its jobs", async () => {
+  const server = await startTestServer();
+  let pid: number;
+  try {
+    const term = await create(server, BASH);
+    pid = term.pid;
+    const ws = await TermSocket.connect(server, term.id);
+    ws.type("sleep 1003 &\r");
+    await eventually(
+      () => sessionMembers(pid).find((p) => processName(p) === "sleep"),
+      "the background sleep",
+    );
+    const closed = ws.closed;
+    await server.close();
+    const exit = await ws.control("exit");
+    assert.equal(exit.reason, "shutdown");
+    assert.deepEqual(await closed, { code: 1001, reason: "shutdown" });
+  } finally {
+    await server.close();
+  }
+  assert.deepEqual(sessionMembers(pid), []);
+});
