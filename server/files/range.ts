@@ -32,10 +32,8 @@ export function parseRange(header: string | null | undefined, size: number): Ran
     return { kind: "partial", start: Math.max(0, size - n), end: size - 1 };
   }
   const start = Number(m[1]);
-  let end = m[2] === "" ? size - 1 : Number(m[2]);
-  if (!Number.isSafeInteger(start) || !Number.isFinite(end) || end < start) {
-    return { kind: "whole" };
-  }
+  let end = m[2] === "" ? Infinity : Number(m[2]);
+  if (!Number.isSafeInteger(start) || end < start) return { kind: "whole" };
   if (start >= size) return { kind: "unsatisfiable" };
   end = Math.min(end, size - 1);
   return { kind: "partial", start, end };

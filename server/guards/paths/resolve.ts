@@ -102,6 +102,16 @@ function policyForm(trees: readonly Tree[], real: string): string | undefined {
   return best.real === real ? best.policy : join(best.policy, real.slice(best.real.length));
 }
 
+/** True when `path` is a real allowed tree or inside one. */
+function insideTrees(trees: readonly Tree[], path: string): boolean {
+  return trees.some((t) => isWithin(path, t.real));
+}
+
+/** True when `path` is a proper ancestor of a real allowed tree (and inside none). */
+function aboveTrees(trees: readonly Tree[], path: string): boolean {
+  return !insideTrees(trees, path) && trees.some((t) => isWithin(t.real, path));
+}
+
 /** True when `path` is inside a real allowed tree, or an ancestor of one (a `..` on the way). */
 function onTheWay(trees: readonly Tree[], path: string): boolean {
   return trees.some((t) => isWithin(path, t.real) || isWithin(t.real, path));
@@ -152,10 +162,19 @@ export async function resolveGuardedPath(
     if (name === "" || name === ".") continue;
     if (name === "..") {
       cur = cur === "/" ? "/" : cur.slice(0, cur.lastIndexOf("/")) || "/";
-      curStat = await lstatOrNull(cur);
+      // Above the allowed trees the runtime may not even let us look; the final check refuses
+      // a path that ends there.
+      curStat = insideTrees(trees, cur) ? await lstatOrNull(cur) : null;
       continue;
     }
     const next = join(cur, name);
+    if (aboveTrees(trees, next)) {
+      // An ancestor of an allowed tree, reached by an absolute link or `..`: the operator's own
+      // path, a directory, and not ours to inspect.
+      cur = next;
+      curStat = null;
+      continue;
+    }
     if (followedLink && mode === "within" && !onTheWay(trees, next)) {
       throw denied(
         param,
