@@ -137,6 +137,8 @@ class Lexer {
         const inner = s.slice(start, end - 1);
         this.#tokens.push({ kind: "arith", nested: scanNested(inner), source: inner });
         this.#i = end + 1;
+      } else if ((ch === "<" || ch === ">") && s[this.#i + 1] === "(") {
+        this.#readWordToken(); // process substitution: a word
       } else if (METACHARS.has(ch)) {
         const op = OPERATORS.find((o) => s.startsWith(o, this.#i))!;
         this.#i += op.length;
@@ -172,6 +174,8 @@ class Lexer {
     const s = this.#s;
     const start = this.#i;
     const word = readWord(s, start);
+    // Every branch of the main loop must move forward; a word that read nothing is a bug.
+    if (word.end === start) throw new ShellSyntaxError(`unexpected ${JSON.stringify(s[start])}`);
     this.#i = word.end;
     // `2>file`, `{fd}>file`: the digits or `{name}` before a redirection are a descriptor.
     const next = s[this.#i];
@@ -374,7 +378,8 @@ export function readWord(s: string, start: number): { word: Word; end: number } 
   const nested: string[] = [];
   const assigns: string[] = [];
   let openBracket = false;
-  while (i < s.length && !METACHARS.has(s[i]) && s[i] !== "\r") {
+  const procSub = (at: number) => (s[at] === "<" || s[at] === ">") && s[at + 1] === "(";
+  while (i < s.length && (!METACHARS.has(s[i]) || procSub(i)) && s[i] !== "\r") {
     const ch = s[i];
     if (ch === "\\") {
       quoted = true;
