@@ -40,6 +40,13 @@ export interface ServerClientOptions {
   timeout?: number;
   /** A `fetch` to use instead of the global one (for a proxy client, tracing, tests). */
   fetch?: FetchFunction;
+  /**
+   * How many times a call refused with 429 (`RateLimitedError`) is retried after waiting its
+   * `Retry-After` (at most 60 s each); default 0: the error is raised at once. Safe for every
+   * method: the server refuses at admission, before anything runs. Streamed uploads are never
+   * retried (their body cannot be sent twice).
+   */
+  retries?: number;
 }
 
 /** The default per-request timeout, in milliseconds. */
@@ -142,6 +149,7 @@ export class ServerClient {
       headers: options.headers,
       timeout,
       fetch: options.fetch,
+      retries: options.retries,
       capabilities: () => this.capabilities,
     });
     const token = options.token ?? null;

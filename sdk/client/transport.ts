@@ -10,6 +10,7 @@ import type { ServerCapabilities } from "../capabilities.ts";
 import {
   ConnectionError,
   errorFromResponse,
+  RateLimitedError,
   SandboxError,
   TimeoutError,
   ValidationError,
@@ -79,6 +80,8 @@ export interface ServerTransportOptions {
   fetch?: FetchFunction;
   /** The cached capabilities, for fail-fast checks; read on every request. */
   capabilities: () => ServerCapabilities | null;
+  /** How many times to retry a 429 after its `Retry-After` (default 0). */
+  retries?: number;
 }
 
 /** Endpoints that never fail fast: health and discovery must always reach the server. */
@@ -89,6 +92,9 @@ const NEVER_FAIL_FAST: ReadonlySet<string> = new Set([
 ]);
 
 const MAX_ERROR_BODY = 64 * 1024;
+
+/** The longest `Retry-After` worth waiting for automatically; a longer one is raised at once. */
+const MAX_RETRY_WAIT_S = 60;
 
 /** The URL of an endpoint with its params and query filled in. */
 export function endpointUrl(
@@ -166,6 +172,7 @@ export class ServerTransport {
   readonly #headers: Headers;
   readonly #fetch: FetchFunction;
   readonly #capabilities: () => ServerCapabilities | null;
+  readonly #retries: number;
   readonly #open = new Set<AbortController>();
   readonly #closers = new Set<() => void>();
   #closed = false;
@@ -178,6 +185,7 @@ export class ServerTransport {
     if (options.token) this.#headers.set("authorization", `Bearer ${options.token}`);
     this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
     this.#capabilities = options.capabilities;
+    this.#retries = options.retries ?? 0;
   }
 
   /** Whether `close()` was called. */
@@ -209,6 +217,46 @@ export class ServerTransport {
    * answers are thrown as the SDK's classes; the caller must call `done()`.
    */
   async open(endpoint: string, req: TransportRequest = {}): Promise<OpenResponse> {
+    for (let attempt = 0;; attempt++) {
+      try {
+        return await this.#attempt(endpoint, req);
+      } catch (e) {
+        // A 429 is decided at admission, before the handler runs: nothing happened, so any
+        // request whose body can be sent again may be retried after Retry-After.
+        const retry = e instanceof RateLimitedError && attempt < this.#retries &&
+          !(req.body instanceof ReadableStream) && e.retryAfter !== null &&
+          e.retryAfter <= MAX_RETRY_WAIT_S;
+        if (!retry) throw e;
+        await this.#sleep(Math.max(1, e.retryAfter!) * 1000, req.signal);
+      }
+    }
+  }
+
+  /** Wait, unless the caller's signal aborts or the client closes first. */
+  #sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    const controller = new AbortController();
+    this.#open.add(controller);
+    const stop = signal ? AbortSignal.any([controller.signal, signal]) : controller.signal;
+    return new Promise<void>((resolve, reject) => {
+      const finish = () => {
+        clearTimeout(timer);
+        stop.removeEventListener("abort", onAbort);
+        this.#open.delete(controller);
+      };
+      const onAbort = () => {
+        finish();
+        reject(stop.reason);
+      };
+      const timer = setTimeout(() => {
+        finish();
+        resolve();
+      }, ms);
+      if (stop.aborted) return onAbort();
+      stop.addEventListener("abort", onAbort);
+    });
+  }
+
+  async #attempt(endpoint: string, req: TransportRequest): Promise<OpenResponse> {
     this.preflight(endpoint);
     const url = endpointUrl(this.baseUrl, endpoint, req.params, req.query);
     const route = ROUTES[endpoint];

@@ -179,3 +179,34 @@ Deno.test("an unreachable server is a ConnectionError; health stays false", asyn
     return true;
   });
 });
+
+Deno.test("429 concurrency_limited: raised at once by default, retried after Retry-After with retries", async () => {
+  await using server = await startTestServer({
+    policy: { endpoints: { shell: { limits: { concurrency: 1 } } } },
+  });
+  let shellCalls = 0;
+  const counting = (input: Request | URL | string, init?: RequestInit) => {
+    if (String(input instanceof Request ? input.url : input).endsWith("/process/shell")) {
+      shellCalls++;
+    }
+    return fetch(input, init);
+  };
+  await using client = new ServerClient(server.url, { token: server.token });
+  await using patient = new ServerClient(server.url, {
+    token: server.token,
+    retries: 10,
+    fetch: counting,
+  });
+  const busy = client.process.shell("touch started; sleep 2.5");
+  while (!(await client.files.exists("started"))) await new Promise((r) => setTimeout(r, 50));
+  await assert.rejects(client.process.shell("echo hi"), (e) => {
+    assert.ok(e instanceof RateLimitedError);
+    assert.equal(e.serverCode, "concurrency_limited");
+    assert.equal(e.retryAfter, 1);
+    return true;
+  });
+  const r = await patient.process.shell("echo hi");
+  assert.equal(r.stdout, "hi\n");
+  assert.ok(shellCalls >= 2, `expected a retry, saw ${shellCalls} call(s)`);
+  await busy;
+});
