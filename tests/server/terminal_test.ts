@@ -420,3 +420,57 @@ Deno.test("stopping the server ends every terminal and its jobs", async () => {
   }
   assert.deepEqual(sessionMembers(pid), []);
 });
+
+/** Bytes a process has written so far (`wchar` of /proc/<pid>/io). */
+function bytesWritten(pid: number): number {
+  const io = Deno.readTextFileSync(`/proc/${pid}/io`);
+  return Number(/^wchar: (\d+)$/m.exec(io)![1]);
+}
+
+Deno.test("a client that stops reading makes the terminal wait, not the server's memory grow", async () => {
+  await using server = await startTestServer();
+  const term = await create(server, {
+    shell: "/bin/sh",
+    args: ["-c", "head -c 2000000000 /dev/zero | tr '\\0' x; echo finished; sleep 60"],
+  });
+  // A WebSocket client by hand that completes the handshake and then never reads.
+  const port = Number(new URL(server.ptyUrl).port);
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  try {
+    await conn.write(encoder.encode(
+      `GET /pty/${term.id}/connect HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n` +
+        "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n" +
+        `Sec-WebSocket-Key: ${btoa("0123456789abcdef")}\r\n` +
+        `Authorization: Bearer ${server.token}\r\n\r\n`,
+    ));
+    const head = new Uint8Array(1024);
+    const n = await conn.read(head);
+    assert.match(decoder.decode(head.subarray(0, n ?? 0)), /^HTTP\/1.1 101/);
+    const writer = await eventually(
+      () => sessionMembers(term.pid).find((p) => processName(p) === "head"),
+      "head to run",
+    );
+    // Wait until the writer is held up (its count stops moving), then look at how far it got.
+    let settled = -1;
+    const deadline = Date.now() + 60_000;
+    while (Date.now() < deadline) {
+      const before = bytesWritten(writer);
+      await new Promise((r) => setTimeout(r, 300));
+      if (bytesWritten(writer) === before) {
+        settled = before;
+        break;
+      }
+    }
+    // Without backpressure the server would read ~2 GB into memory; with it, the writer stops
+    // once the high-water mark (4 MiB) and the socket and terminal buffers are full.
+    assert.ok(settled >= 0, "the writer was never held up");
+    assert.ok(settled < 64 * 1024 * 1024, `the writer got ${settled} bytes out`);
+    assert.ok(sessionMembers(term.pid).includes(writer), "the writer is still there, waiting");
+  } finally {
+    const del = await server.fetch(`/pty/${term.id}`, { method: "DELETE" });
+    assert.equal(del.status, 200);
+    await del.body?.cancel();
+    conn.close();
+  }
+  assert.deepEqual(sessionMembers(term.pid), []);
+});
