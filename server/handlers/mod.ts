@@ -9,6 +9,7 @@ import { commandsHandlers } from "./commands/index.ts";
 import { coreHandlers } from "./core/index.ts";
 import { fileOpsHandlers } from "./file_ops/index.ts";
 import { processHandlers } from "./process/index.ts";
+import { systemHandlers } from "./system/index.ts";
 import { terminalHandlers } from "./terminal/index.ts";
 import type { HandlerMap } from "./types.ts";
 
@@ -18,5 +19,6 @@ export const HANDLERS: HandlerMap = {
   ...commandsHandlers,
   ...fileOpsHandlers,
   ...processHandlers,
+  ...systemHandlers,
   ...terminalHandlers,
 };

@@ -1,0 +1,30 @@
+/**
+ * `GET /system/env` and `POST /system/env`: the environment store new processes get.
+ *
+ * @module
+ */
+
+import { z } from "zod";
+import { ApiError } from "../../errors.ts";
+import { envRules, guardEnv } from "../../guards/env/index.ts";
+import { environmentStore } from "../../process/environment.ts";
+import type { EndpointHandler } from "../types.ts";
+import { readJson } from "../process/request.ts";
+
+const SetEnvBody = z.strictObject({ env: z.unknown().optional() });
+
+/** `GET /system/env`. */
+export const getEnv: EndpointHandler = (c) =>
+  c.json({ env: environmentStore(c.var.state).snapshot() });
+
+/** `POST /system/env`. */
+export const setEnv: EndpointHandler = async (c) => {
+  const body = await readJson(c, SetEnvBody);
+  if (body.env === undefined) {
+    throw new ApiError("env_invalid", "env is required", { param: "env" });
+  }
+  const changes = guardEnv(envRules(c.var.state.policy), body.env, { allowNull: true });
+  const store = environmentStore(c.var.state);
+  store.apply(changes);
+  return c.json({ env: store.snapshot() });
+};

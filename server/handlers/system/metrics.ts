@@ -1,0 +1,74 @@
+/**
+ * `GET /system/metrics`: CPU, memory, disk, load and processes, from `/proc` at request time.
+ * CPU use is measured over a 100 ms sample taken by the request.
+ *
+ * @module
+ */
+
+import { environmentStore } from "../../process/environment.ts";
+import type { EndpointHandler } from "../types.ts";
+import {
+  diskUsage,
+  parseCpuTimes,
+  parseMemInfo,
+  parseUptime,
+  procFiles,
+  round,
+} from "./machine.ts";
+
+const SAMPLE_MS = 100;
+
+/** Busy shares between two `/proc/stat` samples (user, nice, system, idle, iowait, …). */
+function cpuPercent(a: number[] | null, b: number[] | null) {
+  if (!a || !b) {
+    return { percent: null, user_percent: null, system_percent: null, iowait_percent: null };
+  }
+  const d = b.map((v, i) => v - (a[i] ?? 0));
+  const total = d.reduce((s, v) => s + v, 0);
+  if (total <= 0) return { percent: 0, user_percent: 0, system_percent: 0, iowait_percent: 0 };
+  const idle = (d[3] ?? 0) + (d[4] ?? 0);
+  const pct = (n: number) => round((100 * n) / total);
+  return {
+    percent: pct(total - idle),
+    user_percent: pct((d[0] ?? 0) + (d[1] ?? 0)),
+    system_percent: pct((d[2] ?? 0) + (d[5] ?? 0) + (d[6] ?? 0)),
+    iowait_percent: pct(d[4] ?? 0),
+  };
+}
+
+/** `GET /system/metrics`. */
+export const metrics: EndpointHandler = async (c) => {
+  const state = c.var.state;
+  const env = environmentStore(state).forProcess();
+  const PROC = ["/proc/stat", "/proc/meminfo", "/proc/loadavg", "/proc/uptime"];
+  const [proc, disk] = await Promise.all([procFiles(PROC, env), diskUsage(state.root, env)]);
+  await new Promise((r) => setTimeout(r, SAMPLE_MS));
+  const before = parseCpuTimes(proc.get("/proc/stat"));
+  const after = parseCpuTimes((await procFiles(["/proc/stat"], env)).get("/proc/stat"));
+  const mem = parseMemInfo(proc.get("/proc/meminfo"));
+  const uptime = parseUptime(proc.get("/proc/uptime"));
+  const loadavg = proc.get("/proc/loadavg");
+  const load = loadavg?.trim().split(/\s+/) ?? [];
+  const [running, total] = (load[3] ?? "").split("/").map(Number);
+  const memTotal = mem.MemTotal ?? 0;
+  const available = mem.MemAvailable ?? 0;
+  return c.json({
+    timestamp: new Date().toISOString(),
+    cpu: { count: navigator.hardwareConcurrency, ...cpuPercent(before, after) },
+    memory: {
+      total_bytes: memTotal,
+      available_bytes: available,
+      used_bytes: memTotal - available,
+      percent: memTotal > 0 ? round((100 * (memTotal - available)) / memTotal) : 0,
+      swap_total_bytes: mem.SwapTotal ?? 0,
+      swap_free_bytes: mem.SwapFree ?? 0,
+    },
+    disk,
+    load: { "1m": Number(load[0] ?? 0), "5m": Number(load[1] ?? 0), "15m": Number(load[2] ?? 0) },
+    processes: {
+      running: Number.isFinite(running) ? running : null,
+      total: Number.isFinite(total) ? total : null,
+    },
+    uptime_seconds: uptime,
+  });
+};

@@ -1,0 +1,138 @@
+/**
+ * `GET /system/ports`: listening TCP sockets from `/proc/net/tcp` and `/proc/net/tcp6`, with the
+ * owning process found by the socket's inode in `/proc/<pid>/fd`.
+ *
+ * @module
+ */
+
+import { environmentStore } from "../../process/environment.ts";
+import { runCaptured } from "../../process/run.ts";
+import type { EndpointHandler } from "../types.ts";
+import { procFiles } from "./machine.ts";
+
+const LISTEN = "0A";
+
+/** One listening socket. */
+export interface ListeningPort {
+  /** Port number. */
+  port: number;
+  /** Bound address. */
+  address: string;
+  /** `ipv4` or `ipv6`. */
+  family: "ipv4" | "ipv6";
+  /** Owner uid. */
+  uid: number;
+  /** Owning process, when visible. */
+  pid: number | null;
+  /** Its command name. */
+  command: string | null;
+}
+
+/** `0100007F` (little-endian) to `127.0.0.1`. */
+function ipv4(hex: string): string {
+  const bytes = hex.match(/../g)!.map((b) => parseInt(b, 16));
+  return bytes.reverse().join(".");
+}
+
+/** 32 hex digits, four little-endian 32-bit words, to the compressed IPv6 form. */
+function ipv6(hex: string): string {
+  const words: string[] = [];
+  for (let w = 0; w < 4; w++) {
+    const bytes = hex.slice(w * 8, w * 8 + 8).match(/../g)!.reverse().join("");
+    words.push(bytes.slice(0, 4), bytes.slice(4, 8));
+  }
+  const mapped = words.slice(0, 6).join("") === "00000000000000000000ffff";
+  if (mapped) return `::ffff:${ipv4(hex.slice(24))}`;
+  const groups = words.map((g) => parseInt(g, 16).toString(16));
+  // Compress the longest run of zero groups (RFC 5952).
+  let best = -1;
+  let bestLen = 0;
+  for (let i = 0; i < 8;) {
+    if (groups[i] !== "0") {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && groups[j] === "0") j++;
+    if (j - i > bestLen && j - i > 1) [best, bestLen] = [i, j - i];
+    i = j;
+  }
+  if (best < 0) return groups.join(":");
+  return `${groups.slice(0, best).join(":")}::${groups.slice(best + bestLen).join(":")}`;
+}
+
+function listening(text: string, family: "ipv4" | "ipv6") {
+  const out: {
+    port: number;
+    address: string;
+    family: typeof family;
+    uid: number;
+    inode: string;
+  }[] = [];
+  for (const line of text.split("\n").slice(1)) {
+    const f = line.trim().split(/\s+/);
+    if (f.length < 10 || f[3] !== LISTEN) continue;
+    const [addr, port] = f[1].split(":");
+    out.push({
+      port: parseInt(port, 16),
+      address: family === "ipv4" ? ipv4(addr) : ipv6(addr),
+      family,
+      uid: Number(f[7]),
+      inode: f[9],
+    });
+  }
+  return out;
+}
+
+/**
+ * inode to pid and command for the sockets in `inodes`: one `find` child lists every socket
+ * descriptor in `/proc/<pid>/fd` (the server's Deno may not read `/proc` itself).
+ */
+async function owners(
+  inodes: Set<string>,
+  env: Record<string, string>,
+): Promise<Map<string, { pid: number; command: string | null }>> {
+  const found = new Map<string, { pid: number; command: string | null }>();
+  if (inodes.size === 0) return found;
+  const script =
+    "find /proc/[0-9]*/fd -maxdepth 1 -lname 'socket:*' -printf '%h %l\\n' 2>/dev/null; true";
+  const r = await runCaptured(
+    { argv: ["sh", "-c", script], cwd: "/", env, timeoutMs: 10000 },
+    8 << 20,
+  )
+    .catch(() => null);
+  for (const line of r?.stdout.split("\n") ?? []) {
+    const m = /^\/proc\/(\d+)\/fd socket:\[(\d+)\]$/.exec(line);
+    if (m && inodes.has(m[2]) && !found.has(m[2])) {
+      found.set(m[2], { pid: Number(m[1]), command: null });
+    }
+  }
+  const pids = [...new Set([...found.values()].map((o) => o.pid))];
+  const comms = await procFiles(pids.map((p) => `/proc/${p}/comm`), env);
+  for (const o of found.values()) o.command = comms.get(`/proc/${o.pid}/comm`)?.trim() ?? null;
+  return found;
+}
+
+/** `GET /system/ports`. */
+export const ports: EndpointHandler = async (c) => {
+  const env = environmentStore(c.var.state).forProcess();
+  const net = await procFiles(["/proc/net/tcp", "/proc/net/tcp6"], env);
+  const rows = [
+    ...listening(net.get("/proc/net/tcp") ?? "", "ipv4"),
+    ...listening(net.get("/proc/net/tcp6") ?? "", "ipv6"),
+  ];
+  const byInode = await owners(new Set(rows.map((r) => r.inode)), env);
+  const result: ListeningPort[] = rows.map((r) => {
+    const owner = byInode.get(r.inode);
+    return {
+      port: r.port,
+      address: r.address,
+      family: r.family,
+      uid: r.uid,
+      pid: owner?.pid ?? null,
+      command: owner?.command ?? null,
+    };
+  });
+  result.sort((a, b) => a.port - b.port || a.address.localeCompare(b.address));
+  return c.json({ ports: result });
+};

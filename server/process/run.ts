@@ -1,0 +1,66 @@
+/**
+ * Running a helper program the server itself needs (`git`, `df`, `python3 --version`) to the end
+ * with bounded output and a timeout, in its own process group like every other process. Such
+ * runs are not caller processes: they are not in the process table.
+ *
+ * @module
+ */
+
+import { TailBuffer } from "./output.ts";
+import { type ExitInfo, ManagedProcess, type SpawnRequest } from "./spawn.ts";
+
+/** The result of {@linkcode runCaptured}. */
+export interface CapturedRun {
+  /** Last `maxBytes` of stdout. */
+  stdout: string;
+  /** Last `maxBytes` of stderr. */
+  stderr: string;
+  /** Bytes of stdout dropped from the front. */
+  stdoutDropped: number;
+  /** How it ended. */
+  exit: ExitInfo;
+}
+
+/**
+ * Run `request` to the end. Throws what spawning throws (`Deno.errors.NotFound` for a missing
+ * program).
+ *
+ * @example
+ * ```ts ignore
+ * const r = await runCaptured({ argv: ["git", "--version"], cwd: "/", env, timeoutMs: 5000 });
+ * ```
+ */
+export async function runCaptured(request: SpawnRequest, maxBytes = 1 << 20): Promise<CapturedRun> {
+  const out = { stdout: new TailBuffer(maxBytes), stderr: new TailBuffer(maxBytes) };
+  const p = new ManagedProcess(request, (type, bytes) => out[type].push(bytes));
+  const exit = await p.exited;
+  return {
+    stdout: out.stdout.text(),
+    stderr: out.stderr.text(),
+    stdoutDropped: out.stdout.dropped,
+    exit,
+  };
+}
+
+/**
+ * The stdout of a quick helper program, or `null` when it is missing, fails or takes longer
+ * than `timeoutMs`.
+ *
+ * @example
+ * ```ts ignore
+ * const version = await toolOutput(["git", "--version"], env);
+ * ```
+ */
+export async function toolOutput(
+  argv: string[],
+  env: Record<string, string>,
+  timeoutMs = 10000,
+  cwd = "/",
+): Promise<string | null> {
+  try {
+    const r = await runCaptured({ argv, cwd, env, timeoutMs });
+    return r.exit.exitCode === 0 ? r.stdout : null;
+  } catch {
+    return null;
+  }
+}
