@@ -60,6 +60,7 @@ const SYMBOLS = {
   close: { parameters: ["i32"], result: "i32" },
   pipe2: { parameters: ["buffer", "i32"], result: "i32" },
   poll: { parameters: ["buffer", "u64", "i32"], result: "i32", nonblocking: true },
+  access: { parameters: ["buffer", "i32"], result: "i32" },
   opendir: { parameters: ["buffer"], result: "pointer" },
   readdir: { parameters: ["pointer"], result: "pointer" },
   closedir: { parameters: ["pointer"], result: "i32" },

@@ -62,16 +62,20 @@ Deno.test("pty_create refuses bad input with the contract's codes and starts not
   await Deno.mkdir(`${server.root}/private`);
   await Deno.writeTextFile(`${server.root}/file.txt`, "x");
 
-  await t.step("body shape: invalid_request naming the field", async () => {
-    await refused(server, "{not json", 400, "invalid_request");
-    await refused(server, { cols: 0 }, 400, "invalid_request", "cols");
-    await refused(server, { rows: 1001 }, 400, "invalid_request", "rows");
-    await refused(server, { cols: 80.5 }, 400, "invalid_request", "cols");
-    await refused(server, { shell: "" }, 400, "invalid_request", "shell");
-    await refused(server, { idle_timeout: 0 }, 400, "invalid_request", "idle_timeout");
-    await refused(server, { args: "-l" }, 400, "invalid_request", "args");
-    await refused(server, { colour: true }, 400, "invalid_request");
-  });
+  await t.step(
+    "body shape: invalid_request if not JSON, invalid_arguments naming the field",
+    async () => {
+      await refused(server, "{not json", 400, "invalid_request");
+      await refused(server, "[1]", 400, "invalid_request");
+      await refused(server, { cols: 0 }, 400, "invalid_arguments", "cols");
+      await refused(server, { rows: 1001 }, 400, "invalid_arguments", "rows");
+      await refused(server, { cols: 80.5 }, 400, "invalid_arguments", "cols");
+      await refused(server, { shell: "" }, 400, "invalid_arguments", "shell");
+      await refused(server, { idle_timeout: 0 }, 400, "invalid_arguments", "idle_timeout");
+      await refused(server, { args: "-l" }, 400, "invalid_arguments", "args");
+      await refused(server, { colour: true }, 400, "invalid_arguments", "colour");
+    },
+  );
 
   await t.step("cwd through the path guard, and it must be a directory", async () => {
     await refused(server, { cwd: "/etc" }, 403, "path_not_allowed", "cwd");

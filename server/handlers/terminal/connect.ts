@@ -11,7 +11,7 @@ import type { EndReason, TerminalClient, TerminalExit } from "../../pty/session.
 import type { Terminal } from "../../pty/session.ts";
 import type { WindowSize } from "../../pty/pair.ts";
 import type { EndpointHandler } from "../types.ts";
-import { ClientControl, describeIssue } from "./schema.ts";
+import { ClientControl } from "./schema.ts";
 import { findTerminal } from "./lookup.ts";
 import { viewTerminal } from "./view.ts";
 
@@ -77,8 +77,9 @@ function control(terminal: Terminal, client: SocketClient, text: string): void {
   }
   const parsed = ClientControl.safeParse(raw);
   if (!parsed.success) {
-    const { message } = describeIssue(parsed.error);
-    client.send({ type: "error", code: "invalid_request", error: message });
+    const issue = parsed.error.issues[0];
+    const where = issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
+    client.send({ type: "error", code: "invalid_arguments", error: `${where}${issue.message}` });
     return;
   }
   const msg = parsed.data;

@@ -12,31 +12,28 @@
  */
 
 import { ApiError } from "../../errors.ts";
-import { resolveGuardedPath } from "../../guards/paths/resolve.ts";
 import { TooManyTerminalsError } from "../../pty/manager.ts";
+import { guardCwd, readJson } from "../process/request.ts";
 import type { EndpointHandler } from "../types.ts";
-import { terminals } from "./lookup.ts";
-import { CreateBody, readBody } from "./schema.ts";
-import { viewTerminal } from "./view.ts";
 import { guardShell, shellEnvironment } from "./guards.ts";
+import { terminals } from "./lookup.ts";
+import { CreateBody } from "./schema.ts";
+import { viewTerminal } from "./view.ts";
 
 /** The `pty_create` handler. */
 export const ptyCreate: EndpointHandler = async (c) => {
   const state = c.var.state;
-  const body = await readBody(c, CreateBody);
-  const cwd = await resolveGuardedPath(state, body.cwd ?? state.root, "read", "cwd");
-  if (!cwd.exists || !(await Deno.stat(cwd.path).then((s) => s.isDirectory, () => false))) {
-    throw new ApiError("invalid_path", `cwd ${cwd.path} is not a directory`, { param: "cwd" });
-  }
+  const body = await readJson(c, CreateBody);
+  const cwd = await guardCwd(state, body.cwd);
   const env = shellEnvironment(state, body.env);
-  const program = guardShell(state, body.shell, body.args, cwd.path, env);
+  const program = guardShell(state, body.shell, body.args, cwd, env);
   let terminal;
   try {
     terminal = terminals(c).start({
       owner: c.var.identity.id,
       shell: program,
       args: body.args,
-      cwd: cwd.path,
+      cwd,
       env,
       size: { cols: body.cols, rows: body.rows },
       idleTimeoutMs: body.idle_timeout * 1000,

@@ -1,7 +1,7 @@
 /**
  * The terminal's shell and environment, through the guards every process the server starts
  * goes through: the command rules on `[shell, ...args]` (as for an `argv`), and the environment
- * store with the request's guarded `env` on top.
+ * store with the request's guarded `env` on top (the process group's `guardedEnvironment`).
  *
  * The shell is refused with the command codes of the contract (`command_not_allowed`,
  * `command_invalid`), since for a terminal the shell is the command the caller asked for.
@@ -9,41 +9,32 @@
  * @module
  */
 
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { ApiError } from "../../errors.ts";
 import { commandRules, decideArgv } from "../../guards/commands/index.ts";
-import { envRules, guardEnv } from "../../guards/env/index.ts";
-import { environmentStore } from "../../process/environment.ts";
+import { isExecutableFile } from "../../pty/executable.ts";
 import type { ServerState } from "../../state.ts";
+import { guardedEnvironment } from "../process/request.ts";
 
 /** The terminal type announced to programs unless the request's `env` says otherwise. */
 const DEFAULT_TERM = "xterm-256color";
 
 /**
- * The shell's whole environment: the store (never a credential), `TERM`, then the request's
- * `env` after the environment guard (`env_invalid`, `env_var_denied`, `env_var_not_allowed`).
+ * The shell's whole environment: the store (never a credential), then the request's `env` after
+ * the environment guard (`env_invalid`, `env_var_denied`, `env_var_not_allowed`), with
+ * `TERM=xterm-256color` unless the request sets `TERM`.
  */
 export function shellEnvironment(state: ServerState, raw: unknown): Record<string, string> {
-  const requested = guardEnv(envRules(state.policy), raw);
-  return environmentStore(state).forProcess({ TERM: DEFAULT_TERM, ...requested });
+  const env = guardedEnvironment(state, raw);
+  const setsTerm = typeof raw === "object" && raw !== null && Object.hasOwn(raw, "TERM");
+  if (!setsTerm) env.TERM = DEFAULT_TERM;
+  return env;
 }
 
-function isExecutableFile(path: string): boolean {
-  try {
-    const st = Deno.statSync(path);
-    return st.isFile && st.mode !== null && (st.mode & 0o111) !== 0;
-  } catch {
-    return false;
-  }
-}
-
-/** The program as it will be run: a path as given (relative to `cwd`), or a name on `PATH`. */
-function locate(program: string, cwd: string, path: string | undefined): string | undefined {
-  if (program.includes("/")) return isExecutableFile(resolve(cwd, program)) ? program : undefined;
-  for (const dir of (path ?? "").split(":")) {
-    if (dir !== "" && isExecutableFile(join(dir, program))) return program;
-  }
-  return undefined;
+/** Whether the program can be started: a path as given (relative to `cwd`), or a name on `PATH`. */
+function found(program: string, cwd: string, path: string | undefined): boolean {
+  if (program.includes("/")) return isExecutableFile(resolve(cwd, program));
+  return (path ?? "").split(":").some((dir) => dir !== "" && isExecutableFile(`${dir}/${program}`));
 }
 
 /**
@@ -66,7 +57,7 @@ export function guardShell(
       param: "shell",
     });
   }
-  if (locate(shell, cwd, env.PATH) === undefined) {
+  if (!found(shell, cwd, env.PATH)) {
     throw new ApiError("command_invalid", `Shell ${shell} was not found or is not executable`, {
       param: "shell",
     });

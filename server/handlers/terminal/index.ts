@@ -10,7 +10,8 @@ import type { HandlerMap } from "../types.ts";
 import { ptyConnect } from "./connect.ts";
 import { ptyCreate } from "./create.ts";
 import { findTerminal, terminals } from "./lookup.ts";
-import { readBody, ResizeBody } from "./schema.ts";
+import { readJson } from "../process/request.ts";
+import { ResizeBody } from "./schema.ts";
 import { viewTerminal } from "./view.ts";
 
 /**
@@ -31,7 +32,7 @@ export const terminalHandlers: HandlerMap = {
   pty_get: (c) => c.json(viewTerminal(findTerminal(c), c.var.state.addresses.ptyUrl)),
   pty_resize: async (c) => {
     const terminal = findTerminal(c);
-    const size = await readBody(c, ResizeBody);
+    const size = await readJson(c, ResizeBody);
     if (!terminal.running) {
       throw new ApiError("conflict", `Terminal ${terminal.options.id} has exited`);
     }
