@@ -7,6 +7,7 @@
 
 import { commandsHandlers } from "./commands/index.ts";
 import { coreHandlers } from "./core/index.ts";
+import { devToolsHandlers } from "./dev_tools/index.ts";
 import { fileOpsHandlers } from "./file_ops/index.ts";
 import { processHandlers } from "./process/index.ts";
 import { systemHandlers } from "./system/index.ts";
@@ -20,5 +21,6 @@ export const HANDLERS: HandlerMap = {
   ...fileOpsHandlers,
   ...processHandlers,
   ...systemHandlers,
+  ...devToolsHandlers,
   ...terminalHandlers,
 };

@@ -4,6 +4,7 @@
  * is told.
  *
  * - {@linkcode TailBuffer}: one stream's last N bytes, decoded once at the end (`shell`).
+ * - {@linkcode HeadBuffer}: one stream's first N bytes (`git diff`, where the start matters).
  * - {@linkcode OutputLog}: both streams as decoded chunks with byte offsets, readable from an
  *   offset and followable while the process runs (`process_start`, `process_output`).
  *
@@ -76,6 +77,50 @@ export class TailBuffer {
       at += c.byteLength;
     }
     return this.dropped > 0 ? decodeTail(all) : decoder.decode(all);
+  }
+}
+
+/**
+ * The first `limit` bytes of one stream; the rest is counted and dropped.
+ *
+ * @example
+ * ```ts
+ * import { HeadBuffer } from "./output.ts";
+ * const b = new HeadBuffer(4);
+ * b.push(new TextEncoder().encode("abcdef"));
+ * b.text(); // "abcd"
+ * ```
+ */
+export class HeadBuffer {
+  readonly #limit: number;
+  readonly #chunks: Uint8Array[] = [];
+  #size = 0;
+  /** Bytes dropped from the end. */
+  dropped = 0;
+
+  /** A buffer keeping at most `limit` bytes. */
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+
+  /** Add bytes; what does not fit is counted and dropped. */
+  push(chunk: Uint8Array): void {
+    const room = this.#limit - this.#size;
+    const kept = chunk.subarray(0, Math.max(0, room));
+    if (kept.byteLength > 0) this.#chunks.push(kept);
+    this.#size += kept.byteLength;
+    this.dropped += chunk.byteLength - kept.byteLength;
+  }
+
+  /** The kept bytes as text (a character cut at the end becomes U+FFFD). */
+  text(): string {
+    const all = new Uint8Array(this.#size);
+    let at = 0;
+    for (const c of this.#chunks) {
+      all.set(c, at);
+      at += c.byteLength;
+    }
+    return decoder.decode(all);
   }
 }
 

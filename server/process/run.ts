@@ -6,16 +6,16 @@
  * @module
  */
 
-import { TailBuffer } from "./output.ts";
+import { HeadBuffer, TailBuffer } from "./output.ts";
 import { type ExitInfo, ManagedProcess, type SpawnRequest } from "./spawn.ts";
 
 /** The result of {@linkcode runCaptured}. */
 export interface CapturedRun {
-  /** Last `maxBytes` of stdout. */
+  /** `maxBytes` of stdout: the last (default) or the first. */
   stdout: string;
-  /** Last `maxBytes` of stderr. */
+  /** Last 64 KiB of stderr. */
   stderr: string;
-  /** Bytes of stdout dropped from the front. */
+  /** Bytes of stdout dropped. */
   stdoutDropped: number;
   /** How it ended. */
   exit: ExitInfo;
@@ -30,8 +30,15 @@ export interface CapturedRun {
  * const r = await runCaptured({ argv: ["git", "--version"], cwd: "/", env, timeoutMs: 5000 });
  * ```
  */
-export async function runCaptured(request: SpawnRequest, maxBytes = 1 << 20): Promise<CapturedRun> {
-  const out = { stdout: new TailBuffer(maxBytes), stderr: new TailBuffer(maxBytes) };
+export async function runCaptured(
+  request: SpawnRequest,
+  maxBytes = 1 << 20,
+  keep: "head" | "tail" = "tail",
+): Promise<CapturedRun> {
+  const out = {
+    stdout: keep === "head" ? new HeadBuffer(maxBytes) : new TailBuffer(maxBytes),
+    stderr: new TailBuffer(64 * 1024),
+  };
   const p = new ManagedProcess(request, (type, bytes) => out[type].push(bytes));
   const exit = await p.exited;
   return {

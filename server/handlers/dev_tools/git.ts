@@ -1,0 +1,175 @@
+/**
+ * `GET /git/status` and `GET /git/diff`, with real git on a repository inside the allowed paths.
+ *
+ * A repository's own configuration must not make these read-only endpoints run a program or
+ * write: git runs with `core.fsmonitor=false`, every configured `filter.<name>` driver replaced by
+ * `cat` (git would run clean filters to compare files), no external diff or textconv drivers,
+ * submodules ignored (they have configurations of their own), optional locks off, literal
+ * pathspecs, and no prompts.
+ *
+ * @module
+ */
+
+import { dirname, resolve } from "node:path";
+import type { Context } from "hono";
+import { ApiError } from "../../errors.ts";
+import { guardPath, resolveGuardedPath } from "../../guards/paths/resolve.ts";
+import { environmentStore } from "../../process/environment.ts";
+import { type CapturedRun, runCaptured } from "../../process/run.ts";
+import type { ServerEnv, ServerState } from "../../state.ts";
+import type { EndpointHandler } from "../types.ts";
+import { parseNumstat, parseStatus } from "./git_parse.ts";
+
+const GIT_TIMEOUT_MS = 30000;
+
+/** A repository the guards admitted. */
+interface Repository {
+  /** The folder asked about (the guarded `path`). */
+  path: string;
+  /** Its top folder. */
+  top: string;
+  /** The environment git runs with. */
+  env: Record<string, string>;
+  /** `-c` options that switch off what could run a program. */
+  safety: string[];
+}
+
+async function git(repo: { path: string; env: Record<string, string> }, args: string[], head = 0) {
+  try {
+    return await runCaptured(
+      { argv: ["git", ...args], cwd: repo.path, env: repo.env, timeoutMs: GIT_TIMEOUT_MS },
+      head || 16 << 20,
+      head ? "head" : "tail",
+    );
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) {
+      throw new ApiError("not_found", "git is not installed on this machine");
+    }
+    throw e;
+  }
+}
+
+function failed(r: CapturedRun, what: string): ApiError {
+  const message = r.stderr.trim().split("\n").at(-1) || `git ${what} failed`;
+  if (r.exit.timedOut) return new ApiError("timeout", `git ${what} took too long`);
+  return new ApiError("invalid_arguments", `git ${what}: ${message}`);
+}
+
+/** The guarded repository of the request's `path` query parameter. */
+async function openRepository(c: Context<ServerEnv>): Promise<Repository> {
+  const state: ServerState = c.var.state;
+  const g = await resolveGuardedPath(state, c.req.query("path") ?? state.root, "read", "path");
+  if (!g.exists) throw new ApiError("not_found", `${g.path} does not exist`);
+  const st = await Deno.stat(g.path);
+  const path = st.isDirectory ? g.path : dirname(g.path);
+  const env = {
+    ...environmentStore(state).forProcess(),
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_OPTIONAL_LOCKS: "0",
+    GIT_LITERAL_PATHSPECS: "1",
+    GIT_PAGER: "cat",
+    LC_ALL: "C",
+  };
+  const where = await git({ path, env }, ["rev-parse", "--show-toplevel", "--absolute-git-dir"]);
+  if (where.exit.exitCode !== 0) {
+    throw new ApiError("not_found", `${path} is not inside a git repository`);
+  }
+  const [top, gitDir] = where.stdout.trim().split("\n");
+  // The repository must lie inside the allowed paths as a whole, not just the folder asked.
+  await guardPath(state, top, "read", "path");
+  await guardPath(state, gitDir, "read", "path");
+  const filters = await git({ path, env }, [
+    "config",
+    "-z",
+    "--name-only",
+    "--get-regexp",
+    "^filter\\.",
+  ]);
+  const names = new Set(
+    filters.stdout.split("\0").map((k) => /^filter\.(.+)\.[^.]+$/.exec(k)?.[1]).filter((n) =>
+      n !== undefined
+    ),
+  );
+  const safety = ["-c", "core.fsmonitor=false"];
+  for (const name of names) {
+    safety.push(
+      "-c",
+      `filter.${name}.clean=cat`,
+      "-c",
+      `filter.${name}.smudge=cat`,
+      "-c",
+      `filter.${name}.process=`,
+    );
+  }
+  return { path, top, env, safety };
+}
+
+/** `GET /git/status`. */
+export const gitStatus: EndpointHandler = async (c) => {
+  const repo = await openRepository(c);
+  const r = await git(repo, [
+    ...repo.safety,
+    "status",
+    "--porcelain=v2",
+    "--branch",
+    "-z",
+    "--ignore-submodules=all",
+    "--untracked-files=all",
+  ]);
+  if (r.exit.exitCode !== 0) throw failed(r, "status");
+  const status = parseStatus(r.stdout);
+  return c.json({ path: repo.path, repository: repo.top, ...status });
+};
+
+/** A revision name: no option (`-x`), no whitespace, only characters revisions use. */
+const REF = /^(?!-)[A-Za-z0-9._/~^@{}:+-]{1,256}$/;
+
+/** `GET /git/diff`. */
+export const gitDiff: EndpointHandler = async (c) => {
+  const state = c.var.state;
+  const staged = c.req.query("staged");
+  if (staged !== undefined && !["true", "false", "1", "0", ""].includes(staged)) {
+    throw new ApiError("invalid_arguments", "staged must be true or false", { param: "staged" });
+  }
+  const ref = c.req.query("ref");
+  if (ref !== undefined && !REF.test(ref)) {
+    throw new ApiError("invalid_arguments", `ref ${JSON.stringify(ref)} is not a revision`, {
+      param: "ref",
+    });
+  }
+  const rawMax = c.req.query("max_bytes");
+  const maxBytes = rawMax === undefined ? 1 << 20 : Number(rawMax);
+  if (!Number.isInteger(maxBytes) || maxBytes < 1 || maxBytes > 16 << 20) {
+    throw new ApiError("invalid_arguments", "max_bytes must be an integer from 1 to 16777216", {
+      param: "max_bytes",
+    });
+  }
+  const repo = await openRepository(c);
+  const file = c.req.query("file");
+  const pathspec = file === undefined
+    ? []
+    : ["--", await guardPath(state, resolve(repo.path, file), "read", "file")];
+  const args = [
+    ...repo.safety,
+    "diff",
+    "--no-color",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--ignore-submodules=all",
+    ...(staged === "true" || staged === "1" ? ["--cached"] : []),
+    ...(ref ? [ref] : []),
+  ];
+  const [numstat, text] = await Promise.all([
+    git(repo, [...args, "--numstat", "-z", ...pathspec]),
+    git(repo, [...args, ...pathspec], maxBytes),
+  ]);
+  if (numstat.exit.exitCode !== 0) throw failed(numstat, "diff");
+  if (text.exit.exitCode !== 0) throw failed(text, "diff");
+  return c.json({
+    path: repo.path,
+    repository: repo.top,
+    diff: text.stdout,
+    files: parseNumstat(numstat.stdout),
+    truncated: text.stdoutDropped > 0,
+  });
+};

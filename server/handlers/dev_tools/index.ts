@@ -1,0 +1,24 @@
+/**
+ * The dev_tools group: running code and reading git repositories. Wire shapes:
+ * `docs/server/dev_tools.md`.
+ *
+ * @module
+ */
+
+import type { HandlerMap } from "../types.ts";
+import { gitDiff, gitStatus } from "./git.ts";
+import { runCode } from "./run_code.ts";
+
+/**
+ * The dev_tools group's handlers.
+ *
+ * @example
+ * ```ts ignore
+ * const handlers = { ...devToolsHandlers };
+ * ```
+ */
+export const devToolsHandlers: HandlerMap = {
+  run_code: runCode,
+  git_status: gitStatus,
+  git_diff: gitDiff,
+};
