@@ -222,6 +222,7 @@ export class PseudoTerminal {
   async #run(): Promise<void> {
     const view = new DataView(this.#pollFds.buffer);
     const c = libc();
+    let failures = 0;
     while (!this.#stopping) {
       const events = (this.#paused ? 0 : POLLIN) | (this.#pendingBytes > 0 ? POLLOUT : 0);
       // struct pollfd { int fd; short events; short revents; }, two of them.
@@ -232,7 +233,13 @@ export class PseudoTerminal {
       view.setInt16(12, POLLIN, true);
       view.setInt16(14, 0, true);
       const n = await c.poll(this.#pollFds, 2n, -1);
-      if (n < 0) continue; // EINTR; errno of the worker thread is not readable here
+      if (n < 0) {
+        // EINTR, presumably (errno of the worker thread is not readable here); anything that
+        // keeps failing would spin, so give up reading after a few in a row.
+        if (++failures > 100) break;
+        continue;
+      }
+      failures = 0;
       if (view.getInt16(14, true) !== 0) this.#clearWake();
       if (this.#stopping) break;
       const revents = view.getInt16(6, true);

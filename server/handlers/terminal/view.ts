@@ -8,21 +8,37 @@ import type { Terminal } from "../../pty/session.ts";
 
 /** A terminal as the endpoints and the WebSocket `ready` message describe it. */
 export interface TerminalSessionView {
+  /** `pty_` and 12 hex digits. */
   id: string;
+  /** The shell's process id, which is also its session id. */
   pid: number;
+  /** The program, as requested. */
   shell: string;
+  /** Its arguments. */
   args: readonly string[];
+  /** Absolute working directory. */
   cwd: string;
+  /** Current columns. */
   cols: number;
+  /** Current rows. */
   rows: number;
+  /** `exited` once the shell has ended and its session is gone. */
   status: "running" | "exited";
+  /** Exit code; null while running or when a signal ended the shell. */
   exit_code: number | null;
+  /** The signal that ended the shell, or null. */
   signal: string | null;
+  /** `exit`, `deleted`, `idle_timeout` or `shutdown`; null while running. */
   reason: string | null;
+  /** WebSocket clients connected now. */
   clients: number;
+  /** ISO 8601 creation time. */
   created_at: string;
+  /** ISO 8601 time the shell ended, or null. */
   exited_at: string | null;
+  /** Seconds with no client and no input before the terminal is closed. */
   idle_timeout: number;
+  /** The WebSocket URL as the server sees itself. */
   connect_url: string;
 }
 
