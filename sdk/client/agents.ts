@@ -22,6 +22,7 @@
  */
 
 import { ROUTES } from "./routes.ts";
+import { textLines } from "./wire.ts";
 import {
   type CallOptions,
   callRequest,
@@ -212,33 +213,18 @@ export function agentsMethodName(id: string): string {
   return `agents.${rest.split("_").join(".")}`;
 }
 
+/** The JSON `data` of each server-sent event, until `[DONE]` or the end of the body. */
 async function* sseEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<unknown> {
-  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
   let data: string[] = [];
-  try {
-    while (true) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      buffer += value;
-      let nl: number;
-      while ((nl = buffer.indexOf("\n")) >= 0) {
-        const line = buffer.slice(0, nl).replace(/\r$/, "");
-        buffer = buffer.slice(nl + 1);
-        if (line === "") {
-          if (data.length > 0) {
-            const text = data.join("\n");
-            data = [];
-            if (text === "[DONE]") return;
-            yield JSON.parse(text);
-          }
-        } else if (line.startsWith("data:")) {
-          data.push(line.slice(5).replace(/^ /, ""));
-        }
-      }
+  for await (const line of textLines(body)) {
+    if (line.startsWith("data:")) {
+      data.push(line.slice(5).replace(/^ /, ""));
+    } else if (line === "" && data.length > 0) {
+      const text = data.join("\n");
+      data = [];
+      if (text === "[DONE]") return;
+      yield JSON.parse(text);
     }
-  } finally {
-    await reader.cancel().catch(() => {});
   }
 }
 

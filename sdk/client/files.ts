@@ -306,8 +306,12 @@ export class FilesApi {
 
   /** A file's bytes (or a `range` of them). */
   download(path: string, options: DownloadOptions = {}): Promise<Uint8Array> {
+    return this.#bytes("files_download", path, options);
+  }
+
+  #bytes(endpoint: string, path: string, options: DownloadOptions): Promise<Uint8Array> {
     const { range, ...call } = options;
-    return this.#t.bytes("files_download", {
+    return this.#t.bytes(endpoint, {
       ...callRequest(call),
       query: { path },
       headers: rangeHeader(range),
@@ -420,12 +424,7 @@ export class FilesApi {
 
   /** A file's bytes through the legacy `GET /download`. */
   downloadLegacy(path: string, options: DownloadOptions = {}): Promise<Uint8Array> {
-    const { range, ...call } = options;
-    return this.#t.bytes("files_download_legacy", {
-      ...callRequest(call),
-      query: { path },
-      headers: rangeHeader(range),
-    });
+    return this.#bytes("files_download_legacy", path, options);
   }
 }
 

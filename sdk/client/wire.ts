@@ -31,14 +31,14 @@ export function toDate(value: unknown): Date | null {
   return Number.isNaN(d.getTime()) ? null : d;
 }
 
-/** The longest NDJSON line accepted: a stream that sends more without a newline is broken. */
+/** The longest line a stream may send: a stream that sends more without a newline is broken. */
 const MAX_LINE = 16 * 1024 * 1024;
 
 /**
- * The JSON objects of an NDJSON body, one per line. Leaving the loop early (break, return,
- * throw) cancels the body, so the server sees the client go.
+ * The text lines of a body (without their `\n` / `\r\n`). Leaving the loop early (break,
+ * return, throw) cancels the body, so the server sees the client go.
  */
-export async function* ndjson(body: ReadableStream<Uint8Array>): AsyncGenerator<unknown> {
+export async function* textLines(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
   let finished = false;
@@ -49,16 +49,23 @@ export async function* ndjson(body: ReadableStream<Uint8Array>): AsyncGenerator<
       buffer += value;
       let nl: number;
       while ((nl = buffer.indexOf("\n")) >= 0) {
-        const line = buffer.slice(0, nl).trim();
+        const line = buffer.slice(0, nl).replace(/\r$/, "");
         buffer = buffer.slice(nl + 1);
-        if (line !== "") yield JSON.parse(line);
+        yield line;
       }
-      if (buffer.length > MAX_LINE) throw new Error("NDJSON line over 16 MiB");
+      if (buffer.length > MAX_LINE) throw new Error("A streamed line is over 16 MiB");
     }
     finished = true;
-    if (buffer.trim() !== "") yield JSON.parse(buffer);
+    if (buffer !== "") yield buffer;
   } finally {
     if (!finished) await reader.cancel().catch(() => {});
     reader.releaseLock();
+  }
+}
+
+/** The JSON objects of an NDJSON body, one per non-blank line. */
+export async function* ndjson(body: ReadableStream<Uint8Array>): AsyncGenerator<unknown> {
+  for await (const line of textLines(body)) {
+    if (line.trim() !== "") yield JSON.parse(line);
   }
 }
