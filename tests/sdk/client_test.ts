@@ -206,3 +206,59 @@ Deno.test("close aborts and refuses later calls", async () => {
   await client.close();
   await assert.rejects(client.commands.list(), ConnectionError);
 });
+
+Deno.test("stopped streams close their HTTP bodies: the server's concurrency slot is freed", async () => {
+  await using server = await startTestServer({
+    policy: {
+      endpoints: {
+        files_watch: { limits: { concurrency: 1 } },
+        shell_stream: { limits: { concurrency: 1 } },
+        files_download: { limits: { concurrency: 1 } },
+      },
+    },
+  });
+  await using client = new ServerClient(server.url, { token: server.token });
+  await client.files.upload("big.bin", new Uint8Array(4 * 1024 * 1024));
+  for (let round = 0; round < 3; round++) {
+    // A watch stopped by its signal.
+    const stop = new AbortController();
+    await client.files.watchFor(".", {
+      timeout: 0,
+      signal: stop.signal,
+      onReady: () => stop.abort(),
+    });
+    // A stream left by break.
+    for await (const _ of client.process.shellStream("echo x; sleep 30")) break;
+    // A download stream cancelled after the first chunk.
+    const body = await client.files.downloadStream("big.bin");
+    const reader = body.getReader();
+    await reader.read();
+    await reader.cancel();
+  }
+  // Each endpoint admits one at a time: had a body stayed open, these would be 429s.
+  assert.equal((await client.files.download("big.bin")).length, 4 * 1024 * 1024);
+  assert.equal((await client.process.runStream("echo done")).stdout, "done\n");
+});
+
+Deno.test("derivePtyUrl: port 9000 and gateway hosts map to the PTY port", async () => {
+  const { derivePtyUrl } = await import("../../sdk/mod.ts");
+  assert.equal(derivePtyUrl("http://127.0.0.1:9000"), "ws://127.0.0.1:9001");
+  assert.equal(derivePtyUrl("https://9000-sb1.example.com"), "wss://9001-sb1.example.com");
+  assert.equal(derivePtyUrl("http://9000-sb1.localhost:4000"), "ws://9001-sb1.localhost:4000");
+  assert.equal(derivePtyUrl("http://127.0.0.1:4321"), null);
+  const client = new ServerClient("http://127.0.0.1:4321");
+  assert.throws(() => client.pty.connectUrl("pty_1"), ValidationError);
+});
+
+Deno.test("agents.openaiOptions points the official openai client at the server's /v1", async () => {
+  const { default: OpenAI, NotFoundError: OpenAINotFound } = await import("openai");
+  await using server = await startTestServer();
+  await using client = new ServerClient(server.url, { token: server.token });
+  const openai = new OpenAI({ ...client.agents.openaiOptions(), maxRetries: 0 });
+  // No agents handlers yet: an authenticated 404 endpoint_disabled (a wrong key would be 401).
+  await assert.rejects(openai.models.list(), (e) => {
+    assert.ok(e instanceof OpenAINotFound);
+    assert.equal((e as { code?: string }).code, "endpoint_disabled");
+    return true;
+  });
+});
