@@ -235,4 +235,14 @@ Deno.test("files: a body over the limit raises PayloadTooLargeError with the lim
     return true;
   });
   assert.equal(await client.files.exists("big.bin"), false);
+  // Streamed from disk, the declared length is refused before the body is sent, and the local
+  // file is closed (the test's resource sanitizer would see it otherwise).
+  const local = await Deno.makeTempFile({ prefix: "sandbar-sdk-413-" });
+  try {
+    await Deno.writeFile(local, allBytes(8192));
+    await assert.rejects(client.files.uploadFile(local, "big.bin"), PayloadTooLargeError);
+  } finally {
+    await Deno.remove(local);
+  }
+  assert.equal(await client.files.exists("big.bin"), false);
 });
