@@ -93,3 +93,34 @@ export {
 } from "./client/transport.ts";
 export { ROUTES } from "./client/routes.ts";
 export { ENDPOINT_METHODS } from "./endpoint_methods.ts";
+export { Sandbox, type ServerAtOptions } from "./sandbox/index.ts";
+export type {
+  SandboxConnectionOptions,
+  SandboxCreateOptions,
+  SandboxListOptions,
+} from "./sandbox/options.ts";
+export type { StartServerOptions } from "./sandbox/start_server.ts";
+export { SandboxTerminal } from "./sandbox/terminal.ts";
+export { SANDBOX_STATUSES, type SandboxInfo, SandboxStatus } from "./models/sandbox.ts";
+export { type CommandOptions, type CommandRunOptions, CommandsModule } from "./modules/commands.ts";
+export { CommandHandle } from "./modules/command_handle.ts";
+export { type DataPlaneUrl, FilesModule } from "./modules/files.ts";
+export { WatchHandle, type WatchSource } from "./modules/watch_handle.ts";
+export { NetworkModule, type NetworkSource } from "./modules/network.ts";
+export { type CodeContext, CodeModule, type CodeRunOptions } from "./modules/code.ts";
+export type { ModuleContext } from "./modules/context.ts";
+export {
+  type ProviderFactory,
+  providerNames,
+  registerProvider,
+  resolveProvider,
+} from "./providers/registry.ts";
+export type {
+  PortAddress,
+  ProviderCreateRequest,
+  ProviderCredentials,
+  ProviderListQuery,
+  SandboxHandle,
+  SandboxProvider,
+} from "./providers/types.ts";
+export { LocalProvider, type LocalProviderOptions } from "./providers/local/index.ts";

@@ -1,0 +1,74 @@
+/**
+ * Models of a sandbox's lifecycle: {@linkcode SandboxStatus} and {@linkcode SandboxInfo}.
+ *
+ * @module
+ */
+
+/**
+ * The states of a sandbox. The member names are the upper-case forms of the values.
+ *
+ * - `creating`: the provider is starting it.
+ * - `running`: it answers.
+ * - `paused`: every process in it is stopped (SIGSTOP under the local provider); its lifetime
+ *   keeps counting.
+ * - `stopping`: a kill is under way.
+ * - `stopped`: killed, or its lifetime ran out; nothing of it is left.
+ * - `error`: it failed to start or its server died; it is being cleaned up.
+ *
+ * @example
+ * ```ts
+ * import { SandboxStatus } from "./sandbox.ts";
+ * SandboxStatus.RUNNING; // "running"
+ * ```
+ */
+export const SandboxStatus = {
+  /** The provider is starting it. */
+  CREATING: "creating",
+  /** It answers. */
+  RUNNING: "running",
+  /** Every process in it is stopped. */
+  PAUSED: "paused",
+  /** A kill is under way. */
+  STOPPING: "stopping",
+  /** Gone. */
+  STOPPED: "stopped",
+  /** Failed to start, or its server died. */
+  ERROR: "error",
+} as const;
+
+/** One of the {@linkcode SandboxStatus} values. */
+export type SandboxStatus = typeof SandboxStatus[keyof typeof SandboxStatus];
+
+/** Every status value, for validation. */
+export const SANDBOX_STATUSES: readonly SandboxStatus[] = Object.values(SandboxStatus);
+
+/** What a provider reports about one sandbox. */
+export interface SandboxInfo {
+  /** The sandbox id. */
+  sandboxId: string;
+  /** The template it was created from. */
+  template: string;
+  /** Its status when this was read. */
+  status: SandboxStatus;
+  /** The data-plane URL (the in-sandbox server, port 9000), or null when there is none. */
+  envdUrl: string | null;
+  /**
+   * The data-plane access token (sent as `X-Access-Token` in secure mode), or null. `list()`
+   * leaves it out; `connect()` and `refreshInfo()` carry it.
+   */
+  envdAccessToken: string | null;
+  /** User metadata given at creation. */
+  metadata: Record<string, string>;
+  /** When it was created. */
+  startedAt: Date | null;
+  /** When its lifetime ends (`timeout` after creation, or as `setTimeout` last set it). */
+  endAt: Date | null;
+  /** The provider's name (`local`, …). */
+  provider: string;
+  /** CPU cores asked for at creation, or null. */
+  cpuCount: number | null;
+  /** Memory in MB asked for at creation, or null. */
+  memoryMB: number | null;
+  /** Disk in MB asked for at creation, or null. */
+  diskMB: number | null;
+}

@@ -1,0 +1,150 @@
+/**
+ * The `commands` module: shell commands in the sandbox, through the in-sandbox server's process
+ * endpoints. Associated with the `shell` capability; not gated here (the server decides).
+ *
+ * Three verbs rather than a flag (pain point 6 of E2B / Daytona / Cloudflare users): `run`
+ * waits for the result, `stream` yields output as it comes, `start` leaves the command running
+ * and returns a {@linkcode CommandHandle} that any process can reattach to with `connect(pid)`.
+ *
+ * Timeouts (pain point 1): `timeout` is the command's own deadline in seconds (default 60, `0`
+ * for none), enforced by the server (exit code 124, `timedOut: true`); the HTTP request is
+ * given that deadline plus a margin, so a long command is never cut by a shorter client
+ * timeout. It is unrelated to the sandbox's lifetime.
+ *
+ * @module
+ */
+
+import { ProviderFeatureNotSupportedError, ValidationError } from "../errors/index.ts";
+import type { ProcessChunk, ProcessInfo, ProcessResult } from "../models/process.ts";
+import { CommandHandle } from "./command_handle.ts";
+import type { ModuleContext } from "./context.ts";
+
+/** Options of `commands.run`, `stream` and `start`. */
+export interface CommandOptions {
+  /** Seconds before the server kills it (default 60; `0` for none). */
+  timeout?: number;
+  /** Environment variables on top of the sandbox's. */
+  env?: Record<string, string>;
+  /** Working directory (default the sandbox's home). */
+  cwd?: string;
+  /**
+   * The user to run as. Every command of a local sandbox runs as its one user, so only the
+   * empty string is accepted; anything else raises `ProviderFeatureNotSupportedError`.
+   */
+  user?: string;
+}
+
+/** Options of `commands.run`. */
+export interface CommandRunOptions extends CommandOptions {
+  /** Return a {@linkcode CommandHandle} at once instead of waiting. */
+  background?: boolean;
+  /** Called with each piece of stdout as it arrives (the result still has all of it). */
+  onStdout?: (data: string) => unknown;
+  /** Called with each piece of stderr as it arrives. */
+  onStderr?: (data: string) => unknown;
+}
+
+/** The `commands` module of a sandbox. */
+export class CommandsModule {
+  readonly #ctx: ModuleContext;
+
+  /** Made by `Sandbox`. */
+  constructor(ctx: ModuleContext) {
+    this.#ctx = ctx;
+  }
+
+  #options(options: CommandOptions) {
+    if (options.user !== undefined && options.user !== "") {
+      throw new ProviderFeatureNotSupportedError(
+        `Commands run as the sandbox's one user; cannot run as ${JSON.stringify(options.user)}`,
+        { suggestion: "Leave out `user` (or use `sudo` inside, where the sandbox has it)." },
+      );
+    }
+    const timeout = options.timeout ?? 60;
+    if (!(typeof timeout === "number" && timeout >= 0 && timeout <= 86_400)) {
+      throw new ValidationError("timeout must be seconds from 0 (none) to 86400");
+    }
+    return { timeout, env: options.env, cwd: options.cwd || undefined };
+  }
+
+  /**
+   * Run `cmd` (a `bash -c` string) and wait for its result. A non-zero exit is a result, not an
+   * error: check `exitCode` or `success`. With `background: true`, returns a
+   * {@linkcode CommandHandle} at once.
+   *
+   * @example
+   * ```ts ignore
+   * const r = await sandbox.commands.run("ls -la /home/user");
+   * console.log(r.exitCode, r.stdout);
+   * ```
+   */
+  run(cmd: string, options: CommandRunOptions & { background: true }): Promise<CommandHandle>;
+  run(cmd: string, options?: CommandRunOptions & { background?: false }): Promise<ProcessResult>;
+  run(cmd: string, options?: CommandRunOptions): Promise<ProcessResult | CommandHandle>;
+  async run(cmd: string, options: CommandRunOptions = {}): Promise<ProcessResult | CommandHandle> {
+    if (options.background) return await this.start(cmd, options);
+    const run = this.#options(options);
+    const server = this.#ctx.server();
+    if (options.onStdout || options.onStderr) {
+      return await server.process.runStream(cmd, {
+        ...run,
+        onStdout: options.onStdout,
+        onStderr: options.onStderr,
+      });
+    }
+    return await server.process.shell(cmd, run);
+  }
+
+  /**
+   * Run `cmd` and yield its output as it comes; the last chunk has type `exit`. Leaving the
+   * loop early kills the command.
+   */
+  async *stream(cmd: string, options: CommandOptions = {}): AsyncGenerator<ProcessChunk> {
+    yield* this.#ctx.server().process.shellStream(cmd, this.#options(options));
+  }
+
+  /** Start `cmd` in the background (its stdin stays open for `sendInput`). */
+  async start(cmd: string, options: CommandOptions = {}): Promise<CommandHandle> {
+    const server = this.#ctx.server();
+    const info = await server.process.start(cmd, { ...this.#options(options), stdin: true });
+    return new CommandHandle(server, info.pid);
+  }
+
+  /** A handle on a command started earlier (by this or any other process), by pid. */
+  connect(pid: number): CommandHandle {
+    return new CommandHandle(this.#ctx.server(), pid);
+  }
+
+  /** The commands running now. */
+  list(): Promise<ProcessInfo[]> {
+    return this.#ctx.server().process.list({ running: true });
+  }
+
+  /** SIGKILL to a command's whole process group. */
+  async kill(pid: number): Promise<void> {
+    await this.#ctx.server().process.kill(pid);
+  }
+
+  /** Write to a command's stdin. */
+  async sendInput(pid: number, data: string): Promise<void> {
+    await this.#ctx.server().process.sendStdin(pid, data);
+  }
+
+  /** @deprecated Use {@linkcode sendInput}. */
+  sendStdin(pid: number, data: string): Promise<void> {
+    return this.sendInput(pid, data);
+  }
+
+  /**
+   * Send SIGTERM (15, the default) or SIGKILL (9) to a command's process group. Any other
+   * number raises `ValidationError` before a request is made.
+   */
+  async sendSignal(pid: number, signal: number = 15): Promise<void> {
+    if (signal !== 15 && signal !== 9) {
+      throw new ValidationError(`signal must be 15 (SIGTERM) or 9 (SIGKILL), got ${signal}`, {
+        suggestion: "Use 15 to ask the command to stop, 9 to force it.",
+      });
+    }
+    await this.#ctx.server().process.signal(pid, signal);
+  }
+}

@@ -1,0 +1,271 @@
+/**
+ * The port gateway of a local sandbox: a loopback-only HTTP listener on the host that forwards
+ * each request to one port inside the sandbox, the way E2B's edge forwards
+ * `{port}-{id}.{domain}`.
+ *
+ * Which port, first match wins:
+ *
+ * 1. the `Host` header `{port}-{sandboxId}.localhost[:gatewayPort]` (browsers and curl resolve
+ *    `*.localhost` to loopback; this is what `network.getUrl(port)` gives);
+ * 2. a path prefix `/_port/<port>` (removed before forwarding): a base URL such as
+ *    `http://127.0.0.1:<gateway>/_port/9100` works in any client, Deno's `fetch` and
+ *    `WebSocket` included, which do not resolve `*.localhost`;
+ * 3. the header `X-Sandbar-Port: <port>`;
+ * 4. the listener's default port (9000 for the HTTP listener, 9001 for the PTY one).
+ *
+ * In secure mode every request must carry `X-Access-Token: <access token>`, checked in
+ * constant time. When the request also carries `Authorization` (the server's own token), the
+ * gateway removes `X-Access-Token` so the program behind the port sees one credential; without
+ * it, the header is passed on (the in-sandbox server accepts the access token as a files-only
+ * identity, which is what `files.uploadUrl()` relies on). `X-Sandbar-Port` is always removed. Each forwarded HTTP request gets `Connection: close`: one
+ * request per connection, so a keep-alive connection can never carry a second request past
+ * the checks. WebSocket upgrades are forwarded as they are and then spliced.
+ *
+ * Refusals are JSON like the server's flat error body: `{error, type, code}` with `code`
+ * `unauthorized` (401), `sandbox_paused` (409), `port_unreachable` (502), `not_found` (404),
+ * `invalid_request` (400).
+ *
+ * @module
+ */
+
+import { timingSafeEqual } from "node:crypto";
+import { type Duplex, readUntil, splice, writeAll } from "./splice.ts";
+
+const HEAD_END = new TextEncoder().encode("\r\n\r\n");
+const MAX_HEAD = 64 * 1024;
+
+/** A refusal the gateway answers with. */
+export interface GatewayRefusal {
+  /** HTTP status. */
+  status: number;
+  /** Machine code. */
+  code: string;
+  /** Message. */
+  message: string;
+}
+
+/** Options of {@linkcode startGateway}. */
+export interface GatewayOptions {
+  /** The sandbox id, checked against the `Host` header's. */
+  sandboxId: string;
+  /** The port a request goes to when it names none. */
+  defaultPort: number;
+  /** The access token every request must carry, or null (not secure). */
+  accessToken: string | null;
+  /** Open a connection to a port inside the sandbox; throws with a message when it cannot. */
+  dial(port: number): Promise<Duplex>;
+  /** A refusal for every request while it returns one (for example while paused). */
+  refuse(): GatewayRefusal | null;
+}
+
+/** A running gateway. */
+export interface Gateway {
+  /** The loopback port it listens on. */
+  port: number;
+  /** Stop listening and close every connection. */
+  close(): void;
+}
+
+interface Head {
+  requestLine: string;
+  headers: [string, string][];
+}
+
+/** Bytes to a string of the same code units (header bytes are opaque octets, not UTF-8). */
+function octets(bytes: Uint8Array): string {
+  let s = "";
+  for (let i = 0; i < bytes.length; i += 8192) {
+    s += String.fromCharCode(...bytes.subarray(i, i + 8192));
+  }
+  return s;
+}
+
+function toOctets(text: string): Uint8Array {
+  const out = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i++) out[i] = text.charCodeAt(i);
+  return out;
+}
+
+function parseHead(bytes: Uint8Array): Head | null {
+  const text = octets(bytes);
+  const lines = text.split("\r\n");
+  const requestLine = lines.shift() ?? "";
+  if (!/^[A-Z]+ \S+ HTTP\/1\.[01]$/.test(requestLine)) return null;
+  const headers: [string, string][] = [];
+  for (const line of lines) {
+    const colon = line.indexOf(":");
+    if (colon <= 0) return null;
+    headers.push([line.slice(0, colon).trim(), line.slice(colon + 1).trim()]);
+  }
+  return { requestLine, headers };
+}
+
+function header(head: Head, name: string): string | undefined {
+  return head.headers.find(([n]) => n.toLowerCase() === name)?.[1];
+}
+
+function sameToken(given: string | undefined, expected: string): boolean {
+  if (given === undefined) return false;
+  const a = new TextEncoder().encode(given);
+  const b = new TextEncoder().encode(expected);
+  // Compare equal lengths only; the length of a random token says nothing.
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+const REASONS: Record<number, string> = {
+  400: "Bad Request",
+  401: "Unauthorized",
+  404: "Not Found",
+  409: "Conflict",
+  502: "Bad Gateway",
+};
+
+async function answer(conn: Duplex, refusal: GatewayRefusal): Promise<void> {
+  const body = JSON.stringify({ error: refusal.message, type: "GatewayError", code: refusal.code });
+  const bytes = new TextEncoder().encode(body);
+  const head = `HTTP/1.1 ${refusal.status} ${REASONS[refusal.status] ?? "Error"}\r\n` +
+    `content-type: application/json\r\ncontent-length: ${bytes.length}\r\n` +
+    `connection: close\r\n\r\n`;
+  await writeAll(conn, new TextEncoder().encode(head)).catch(() => {});
+  await writeAll(conn, bytes).catch(() => {});
+  conn.close();
+}
+
+interface Route {
+  port: number;
+  /** The request line to forward (the path prefix removed). */
+  requestLine: string;
+}
+
+const PREFIX = /^([A-Z]+) \/_port\/(\d{1,5})(\/\S*|\?\S*)? (HTTP\/1\.[01])$/;
+
+/** The port a request is for, or a refusal. */
+function route(head: Head, options: GatewayOptions): Route | GatewayRefusal {
+  const host = header(head, "host") ?? "";
+  const byHost = /^(\d{1,5})-([a-z0-9]+)\./i.exec(host);
+  const byPrefix = PREFIX.exec(head.requestLine);
+  let port = options.defaultPort;
+  let requestLine = head.requestLine;
+  if (byHost) {
+    if (byHost[2].toLowerCase() !== options.sandboxId) {
+      return {
+        status: 404,
+        code: "not_found",
+        message: `This gateway serves sandbox ${options.sandboxId}, not ${byHost[2]}`,
+      };
+    }
+    port = Number(byHost[1]);
+  } else if (byPrefix) {
+    port = Number(byPrefix[2]);
+    const rest = byPrefix[3] ?? "/";
+    requestLine = `${byPrefix[1]} ${rest.startsWith("?") ? `/${rest}` : rest} ${byPrefix[4]}`;
+  } else {
+    const named = header(head, "x-sandbar-port");
+    if (named !== undefined) port = /^\d{1,5}$/.test(named) ? Number(named) : NaN;
+  }
+  if (!(port >= 1 && port <= 65535)) {
+    return { status: 400, code: "invalid_request", message: "The port must be 1 to 65535" };
+  }
+  return { port, requestLine };
+}
+
+function rewrite(head: Head, requestLine: string, secure: boolean, upgrade: boolean): Uint8Array {
+  const drop = new Set(["x-sandbar-port"]);
+  if (secure && header(head, "authorization") !== undefined) drop.add("x-access-token");
+  if (!upgrade) drop.add("connection").add("keep-alive");
+  const lines = [requestLine];
+  for (const [name, value] of head.headers) {
+    if (!drop.has(name.toLowerCase())) lines.push(`${name}: ${value}`);
+  }
+  if (!upgrade) lines.push("Connection: close");
+  return toOctets(lines.join("\r\n") + "\r\n\r\n");
+}
+
+async function handle(conn: Deno.TcpConn, options: GatewayOptions): Promise<void> {
+  const read = await readUntil(conn, HEAD_END, MAX_HEAD).catch(() => null);
+  if (!read) return conn.close();
+  const head = parseHead(read.head);
+  if (!head) {
+    return await answer(conn, {
+      status: 400,
+      code: "invalid_request",
+      message: "Malformed HTTP request head",
+    });
+  }
+  const routed = route(head, options);
+  if (!("port" in routed)) return await answer(conn, routed);
+  if (options.accessToken !== null) {
+    if (!sameToken(header(head, "x-access-token"), options.accessToken)) {
+      return await answer(conn, {
+        status: 401,
+        code: "unauthorized",
+        message: "This sandbox is secure: send its access token as X-Access-Token " +
+          "(sandbox.network.getAccessHeaders())",
+      });
+    }
+  }
+  const refusal = options.refuse();
+  if (refusal) return await answer(conn, refusal);
+  const upgrade = /(^|,)\s*upgrade\s*(,|$)/i.test(header(head, "connection") ?? "") &&
+    header(head, "upgrade") !== undefined;
+  let upstream: Duplex;
+  try {
+    upstream = await options.dial(routed.port);
+  } catch (e) {
+    return await answer(conn, {
+      status: 502,
+      code: "port_unreachable",
+      message: `Sandbox ${options.sandboxId}: ${(e as Error).message}`,
+    });
+  }
+  try {
+    const secure = options.accessToken !== null;
+    await writeAll(upstream, rewrite(head, routed.requestLine, secure, upgrade));
+    if (read.rest.length > 0) await writeAll(upstream, read.rest);
+  } catch {
+    upstream.close();
+    return conn.close();
+  }
+  await splice(conn, upstream, upgrade);
+}
+
+/**
+ * Listen on `127.0.0.1` (a free port) and forward requests into the sandbox.
+ *
+ * @example
+ * ```ts ignore
+ * const gateway = startGateway({
+ *   sandboxId: "abc", defaultPort: 9000, accessToken: null,
+ *   dial: (port) => Deno.connect({ hostname: "127.0.0.1", port }),
+ *   refuse: () => null,
+ * });
+ * console.log(gateway.port);
+ * ```
+ */
+export function startGateway(options: GatewayOptions): Gateway {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const open = new Set<Deno.TcpConn>();
+  (async () => {
+    for await (const conn of listener) {
+      open.add(conn);
+      handle(conn, options).catch(() => {
+        try {
+          conn.close();
+        } catch { /* closed */ }
+      }).finally(() => open.delete(conn));
+    }
+  })().catch(() => {});
+  return {
+    port: (listener.addr as Deno.NetAddr).port,
+    close() {
+      try {
+        listener.close();
+      } catch { /* closed */ }
+      for (const c of open) {
+        try {
+          c.close();
+        } catch { /* closed */ }
+      }
+    },
+  };
+}

@@ -1,0 +1,402 @@
+/**
+ * The `local` provider, the default: a sandbox is an isolated process tree on this machine
+ * (bubblewrap namespaces when `bwrap` is on PATH, Deno permissions always) running the
+ * in-sandbox server, with its own home directory, a detached supervisor that enforces its
+ * lifetime, and its state on disk so `list`, `connect` and `killById` work from any process of
+ * the same user. See `docs/sdk/sandbox.md`.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import {
+  ProviderFeatureNotSupportedError,
+  SandboxError,
+  SandboxNotFoundError,
+  TimeoutError,
+  ValidationError,
+} from "../../errors/index.ts";
+import type { SandboxInfo } from "../../models/sandbox.ts";
+import type {
+  PortAddress,
+  ProviderCreateRequest,
+  ProviderListQuery,
+  SandboxHandle,
+  SandboxProvider,
+} from "../types.ts";
+import { controlCall, type ControlRequest, ControlUnavailable } from "./control.ts";
+import { denoDir, findBwrap, INSIDE_DENO, launchPlan, packageDir } from "./launch.ts";
+import { isAlive, killTree, procReadable } from "./procfs.ts";
+import {
+  type Isolation,
+  type LocalState,
+  readState,
+  removeTree,
+  sandbarHome,
+  SandboxDir,
+  sandboxIds,
+  writeAtomic,
+  writeState,
+} from "./state.ts";
+import { readySignal, spawnSupervisor } from "./spawn.ts";
+
+/** Options of {@linkcode LocalProvider}. */
+export interface LocalProviderOptions {
+  /** Where sandboxes live; default `$SANDBAR_HOME`, else `~/.local/state/sandbar`. */
+  home?: string;
+  /**
+   * `bwrap` (bubblewrap namespaces; an error without bwrap), `none` (Deno permissions only) or
+   * `auto` (the default: bwrap when it is on PATH).
+   */
+  isolation?: "auto" | Isolation;
+}
+
+const ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789";
+const RESERVED_ENV = /^(SVC_SERVER_TOKEN|SANDBAR_.*)$/;
+const DEFAULT_START_TIMEOUT = 60;
+
+function newId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(20));
+  return Array.from(bytes, (b) => ID_ALPHABET[b % ID_ALPHABET.length]).join("");
+}
+
+function newToken(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_")
+    .replace(/=+$/, "");
+}
+
+/** The environment variable the access token reaches the in-sandbox server through. */
+export const ACCESS_TOKEN_ENV = "SANDBAR_ACCESS_TOKEN";
+
+/**
+ * The access token's identity in the in-sandbox server: files only. It is what a request sent
+ * with nothing but `X-Access-Token` (an upload or download URL) is served as.
+ */
+const ACCESS_IDENTITY = {
+  id: "access",
+  token_env: ACCESS_TOKEN_ENV,
+  scopes: ["files:read", "files:write"],
+};
+
+/** The in-sandbox server's policy: the whole sandbox file system, system trees read-only. */
+function defaultPolicy(isolation: Isolation, home: string): Record<string, unknown> {
+  if (isolation === "none") return { paths: { allow: [home] } };
+  return {
+    paths: {
+      allow: ["/"],
+      read_only: ["/usr", "/etc", "/opt/sandbar", "/proc", "/sys", "/dev", packageDir(), denoDir()],
+      deny: ["/run/sandbar", "/run/sandbar/**"],
+    },
+  };
+}
+
+function policyFor(
+  request: ProviderCreateRequest,
+  isolation: Isolation,
+  home: string,
+): Record<string, unknown> {
+  const base = defaultPolicy(isolation, home);
+  const given = typeof request.policy === "string"
+    ? { preset: request.policy }
+    : request.policy ?? {};
+  const identities = Array.isArray(given.identities) ? given.identities : [];
+  return { ...base, ...given, identities: [...identities, ACCESS_IDENTITY] };
+}
+
+/**
+ * The local provider.
+ *
+ * @example
+ * ```ts ignore
+ * import { LocalProvider, Sandbox } from "@sandbar/sandbar";
+ * const provider = new LocalProvider({ home: "/tmp/sandboxes" });
+ * await using sandbox = await Sandbox.create({ provider });
+ * ```
+ */
+export class LocalProvider implements SandboxProvider {
+  /** `local`. */
+  readonly name = "local";
+  /** Where sandboxes live. */
+  readonly home: string;
+  readonly #isolation: "auto" | Isolation;
+
+  /** Make the provider (nothing is started until `create`). */
+  constructor(options: LocalProviderOptions = {}) {
+    this.home = options.home ?? sandbarHome();
+    this.#isolation = options.isolation ?? "auto";
+  }
+
+  #isolationNow(): Isolation {
+    if (this.#isolation !== "auto") return this.#isolation;
+    return findBwrap() ? "bwrap" : "none";
+  }
+
+  /** Create a sandbox: start its supervisor and wait until its server answers. */
+  async create(request: ProviderCreateRequest): Promise<SandboxHandle> {
+    if (request.gpu !== undefined) {
+      throw new ProviderFeatureNotSupportedError("The local provider cannot attach a GPU", {
+        suggestion: "Leave out `gpu`, or use a provider that offers GPUs.",
+      });
+    }
+    if (request.template !== "base") {
+      throw new ValidationError(`The local provider has no template "${request.template}"`, {
+        suggestion: 'Use the template "base" (the default); shape the sandbox with `policy`, ' +
+          "`envs` and `commandsFile`.",
+      });
+    }
+    for (const name of Object.keys(request.envs)) {
+      if (RESERVED_ENV.test(name)) throw new ValidationError(`envs: ${name} is reserved`);
+    }
+    const isolation = this.#isolationNow();
+    const id = newId();
+    const dir = new SandboxDir(this.home, id);
+    if (dir.relaySocket.length > 107) {
+      throw new ValidationError(`The sandbox directory path is too long for a Unix socket`, {
+        suggestion: "Set SANDBAR_HOME (or the provider's `home`) to a shorter directory.",
+      });
+    }
+    await Deno.mkdir(join(this.home, "sandboxes"), { recursive: true, mode: 0o700 });
+    await Deno.mkdir(dir.path, { mode: 0o700 });
+    try {
+      return await this.#start(request, dir, id, isolation);
+    } catch (e) {
+      await removeTree(dir.path).catch(() => {});
+      throw e;
+    }
+  }
+
+  async #start(
+    request: ProviderCreateRequest,
+    dir: SandboxDir,
+    id: string,
+    isolation: Isolation,
+  ): Promise<SandboxHandle> {
+    await Deno.mkdir(dir.root, { mode: 0o755 });
+    await Deno.mkdir(dir.run, { mode: 0o700 });
+    if (isolation === "none") await Deno.mkdir(join(dir.path, "tmp"), { mode: 0o700 });
+    const serverToken = newToken();
+    const commandsFile = request.commandsFile
+      ? await Deno.realPath(request.commandsFile).catch(() => {
+        throw new ValidationError(`commandsFile ${request.commandsFile} does not exist`);
+      })
+      : undefined;
+    const accessToken = newToken();
+    const plan = launchPlan({
+      isolation,
+      sandboxDir: dir.path,
+      rootDir: dir.root,
+      runDir: dir.run,
+      envs: request.envs,
+      serverToken,
+      commandsFile,
+    });
+    plan.env[ACCESS_TOKEN_ENV] = accessToken;
+    await writeAtomic(
+      join(dir.run, "policy.json"),
+      JSON.stringify(policyFor(request, isolation, plan.home), null, 2),
+      0o600,
+    );
+    const now = Date.now();
+    const startTimeout = request.requestTimeout ?? DEFAULT_START_TIMEOUT;
+    const state: LocalState = {
+      version: 1,
+      id,
+      template: request.template,
+      status: "creating",
+      createdAt: new Date(now).toISOString(),
+      endAt: new Date(now + request.timeout * 1000).toISOString(),
+      metadata: request.metadata,
+      resources: {
+        cpu: request.cpu ?? null,
+        memory: request.memory ?? null,
+        disk: request.disk ?? null,
+      },
+      secure: request.secure,
+      serverToken,
+      accessToken,
+      isolation,
+      home: plan.home,
+      startTimeout,
+      launch: { argv: plan.argv, env: plan.env },
+    };
+    await writeState(dir, state);
+    const supervisor = spawnSupervisor(fileURLToPath(new URL("./supervisor.ts", import.meta.url)), [
+      dir.path,
+    ]);
+    const signal = await readySignal(supervisor, (startTimeout + 5) * 1000);
+    if (signal.event !== "ready") {
+      throw new SandboxError(`The local sandbox did not start: ${signal.message}`, {
+        suggestion: "Read the message: it ends with what the server printed.",
+      });
+    }
+    return this.connect(id);
+  }
+
+  async #live(id: string): Promise<{ dir: SandboxDir; state: LocalState }> {
+    if (!/^[a-z0-9]+$/.test(id)) throw new SandboxNotFoundError(`Sandbox ${id} not found`);
+    const dir = new SandboxDir(this.home, id);
+    const state = await readState(dir);
+    if (state && (await this.#alive(dir, state))) return { dir, state };
+    throw new SandboxNotFoundError(`Sandbox ${id} not found (killed, or its timeout ran out)`);
+  }
+
+  /**
+   * Whether a recorded sandbox still lives: its supervisor answers on the control socket (one
+   * that is there but slow to answer counts as alive). A dead one's leftovers are removed.
+   */
+  async #alive(dir: SandboxDir, state: LocalState): Promise<boolean> {
+    if (!state.supervisor) {
+      // Still starting: its supervisor has not recorded itself yet.
+      const age = Date.now() - Date.parse(state.createdAt);
+      if (age < (state.startTimeout + 10) * 1000) return true;
+    } else {
+      try {
+        await controlCall(dir.controlSocket, { op: "ping" }, 2000);
+        return true;
+      } catch (e) {
+        if (e instanceof ControlUnavailable && e.timedOut) return true;
+      }
+    }
+    // The supervisor is gone; bubblewrap's --die-with-parent took the sandbox with it.
+    killTree(state.supervisor);
+    killTree(state.sandbox);
+    await removeTree(dir.path).catch(() => {});
+    return false;
+  }
+
+  /** The sandbox's info and addresses. */
+  async connect(sandboxId: string): Promise<SandboxHandle> {
+    let { state } = await this.#live(sandboxId);
+    const deadline = Date.now() + (state.startTimeout + 5) * 1000;
+    while (!state.ports) {
+      if (Date.now() > deadline) throw new TimeoutError(`Sandbox ${sandboxId} is still starting`);
+      await new Promise((r) => setTimeout(r, 50));
+      ({ state } = await this.#live(sandboxId));
+    }
+    return handleOf(state);
+  }
+
+  /** The sandbox's info now. */
+  async getInfo(sandboxId: string): Promise<SandboxInfo> {
+    const { state } = await this.#live(sandboxId);
+    return infoOf(state, true);
+  }
+
+  /** Live sandboxes of this home, oldest first; access tokens are left out. */
+  async list(query: ProviderListQuery): Promise<SandboxInfo[]> {
+    const found: LocalState[] = [];
+    for (const id of await sandboxIds(this.home)) {
+      const dir = new SandboxDir(this.home, id);
+      const state = await readState(dir);
+      if (!state || !(await this.#alive(dir, state))) continue;
+      if (query.status && state.status !== query.status) continue;
+      found.push(state);
+    }
+    found.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+    return found.slice(query.offset, query.offset + query.limit).map((s) => infoOf(s, false));
+  }
+
+  async #control(sandboxId: string, request: ControlRequest) {
+    const { dir } = await this.#live(sandboxId);
+    let answer;
+    try {
+      answer = await controlCall(dir.controlSocket, request);
+    } catch (e) {
+      if (!(e instanceof ControlUnavailable)) throw e;
+      await this.#live(sandboxId); // throws SandboxNotFoundError when it has just gone
+      throw new SandboxError(`Sandbox ${sandboxId} did not answer: ${e.message}`);
+    }
+    if (!answer.ok) throw new SandboxError(`Sandbox ${sandboxId}: ${answer.error}`);
+    return answer;
+  }
+
+  /** Destroy a sandbox: every process and every file of it. False when there was none. */
+  async kill(sandboxId: string): Promise<boolean> {
+    let live;
+    try {
+      live = await this.#live(sandboxId);
+    } catch (e) {
+      if (e instanceof SandboxNotFoundError) return false;
+      throw e;
+    }
+    const { dir, state } = live;
+    try {
+      await controlCall(dir.controlSocket, { op: "kill" }, 30_000);
+    } catch (e) {
+      if (!(e instanceof ControlUnavailable)) throw e;
+    }
+    // Whatever the supervisor did, make sure: nothing of the sandbox runs, nothing is left.
+    await supervisorGone(state.supervisor);
+    killTree(state.sandbox);
+    killTree(state.supervisor);
+    await removeTree(dir.path);
+    return true;
+  }
+
+  /** Make the lifetime end `timeout` seconds from now. */
+  async setTimeout(sandboxId: string, timeout: number): Promise<void> {
+    await this.#control(sandboxId, { op: "set_timeout", seconds: timeout });
+  }
+
+  /** Stop every process of the sandbox (SIGSTOP); its lifetime keeps counting. */
+  async pause(sandboxId: string): Promise<void> {
+    await this.#control(sandboxId, { op: "pause" });
+  }
+
+  /** Continue a paused sandbox (SIGCONT). */
+  async resume(sandboxId: string): Promise<void> {
+    await this.#control(sandboxId, { op: "resume" });
+  }
+}
+
+/** Wait (up to 5 s) until the supervisor process has exited, where /proc tells. */
+async function supervisorGone(ref: LocalState["supervisor"]): Promise<void> {
+  if (!ref || !procReadable()) return await new Promise((r) => setTimeout(r, 100));
+  const until = Date.now() + 5000;
+  while (isAlive(ref) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+}
+
+function infoOf(state: LocalState, withToken: boolean): SandboxInfo {
+  return {
+    sandboxId: state.id,
+    template: state.template,
+    status: state.status,
+    envdUrl: state.ports ? `http://127.0.0.1:${state.ports.http}` : null,
+    envdAccessToken: withToken ? state.accessToken : null,
+    metadata: state.metadata,
+    startedAt: new Date(state.createdAt),
+    endAt: new Date(state.endAt),
+    provider: "local",
+    cpuCount: state.resources.cpu,
+    memoryMB: state.resources.memory,
+    diskMB: state.resources.disk,
+  };
+}
+
+function handleOf(state: LocalState): SandboxHandle {
+  const ports = state.ports!;
+  const portAddress = (port: number, ws = false): PortAddress => {
+    const listener = ws ? ports.pty : ports.http;
+    const prefix = port === (ws ? 9001 : 9000) ? "" : `/_port/${port}`;
+    const headers: Record<string, string> = {};
+    if (state.secure) headers["X-Access-Token"] = state.accessToken;
+    return { url: `${ws ? "ws" : "http"}://127.0.0.1:${listener}${prefix}`, headers };
+  };
+  return {
+    info: infoOf(state, true),
+    secure: state.secure,
+    domain: `localhost:${ports.http}`,
+    scheme: "http",
+    capabilities: state.capabilities ?? [],
+    serverToken: state.serverToken,
+    portAddress,
+    serverCommand: [
+      state.isolation === "bwrap" ? INSIDE_DENO : Deno.execPath(),
+      "run",
+      "-A",
+      join(packageDir(), "server/main.ts"),
+    ],
+  };
+}

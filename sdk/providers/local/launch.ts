@@ -1,0 +1,274 @@
+/**
+ * The command line that starts a local sandbox.
+ *
+ * With bubblewrap (`bwrap` on PATH), the sandbox gets every namespace bubblewrap can make
+ * (user, mount, PID, network, IPC, UTS, cgroup), no capabilities, and a file system of its own:
+ *
+ * | inside                 | what                                                         |
+ * | ---------------------- | ------------------------------------------------------------ |
+ * | `/usr`, `/bin`, `/lib` | the host's, read-only (`/bin` etc. as the host has them)     |
+ * | `/etc`                 | a few files the tools need (passwd, hosts, ssl, …), read-only |
+ * | `/home/user`           | the sandbox's own directory, writable (the server's root)   |
+ * | `/tmp`, `/dev/shm`     | fresh tmpfs                                                  |
+ * | `/opt/sandbar/bin/deno`| this Deno, read-only                                         |
+ * | the package, DENO_DIR  | read-only, at their host paths (the server runs from there)  |
+ * | `/run/sandbar`         | the policy file and the relay's socket                       |
+ *
+ * Its network namespace has only a loopback interface: nothing in it can reach the host's
+ * loopback, the LAN or the internet. The in-sandbox server listens on 127.0.0.1:9000 and 9001
+ * inside; the relay bridges that namespace to the host's supervisor through a Unix socket.
+ *
+ * Without bubblewrap, the server runs directly on the host under its narrowed Deno permissions,
+ * with the sandbox directory as its root; ports are then the host's.
+ *
+ * @module
+ */
+
+import { basename, dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Isolation } from "./state.ts";
+
+/** What the launch plan is made from. */
+export interface LaunchInputs {
+  /** How to isolate. */
+  isolation: Isolation;
+  /** The sandbox's directory on the host. */
+  sandboxDir: string;
+  /** The sandbox's home on the host. */
+  rootDir: string;
+  /** The run directory on the host. */
+  runDir: string;
+  /** Environment variables of the sandbox. */
+  envs: Record<string, string>;
+  /** The in-sandbox server's token. */
+  serverToken: string;
+  /** A named-commands file on the host. */
+  commandsFile?: string;
+}
+
+/** The command line, its environment, and the sandbox's home as seen inside. */
+export interface LaunchPlan {
+  /** argv[0] and its arguments. */
+  argv: string[];
+  /** The environment (nothing else is inherited). */
+  env: Record<string, string>;
+  /** The home directory inside. */
+  home: string;
+}
+
+/** The package's root directory on disk (the local provider runs `server/main.ts` from it). */
+export function packageDir(): string {
+  const url = new URL("../../../", import.meta.url);
+  if (url.protocol !== "file:") {
+    throw new Error(
+      `The local provider runs the server from the package on disk, but it was loaded from ${url}`,
+    );
+  }
+  return fileURLToPath(url).replace(/\/$/, "");
+}
+
+/** Deno's cache directory, as `deno info` reports it. */
+export function denoDir(): string {
+  return Deno.env.get("DENO_DIR") ??
+    join(Deno.env.get("XDG_CACHE_HOME") ?? join(Deno.env.get("HOME") ?? "/root", ".cache"), "deno");
+}
+
+const INSIDE_HOME = "/home/user";
+const INSIDE_RUN = "/run/sandbar";
+/** Where Deno is inside a bubblewrap sandbox. */
+export const INSIDE_DENO = "/opt/sandbar/bin/deno";
+const INSIDE_COMMANDS = "/opt/sandbar/commands";
+const ETC_FILES = [
+  "passwd",
+  "group",
+  "hosts",
+  "resolv.conf",
+  "nsswitch.conf",
+  "host.conf",
+  "gai.conf",
+  "ssl",
+  "ca-certificates",
+  "ca-certificates.conf",
+  "alternatives",
+  "ld.so.cache",
+  "ld.so.conf",
+  "ld.so.conf.d",
+  "localtime",
+  "timezone",
+  "os-release",
+  "debian_version",
+  "bash.bashrc",
+  "profile",
+  "inputrc",
+  "mime.types",
+  "magic",
+  "magic.mime",
+  "gitconfig",
+];
+
+/** The path of program `name` on PATH, or null. */
+export function onPath(name: string): string | null {
+  for (const dir of (Deno.env.get("PATH") ?? "/usr/bin:/bin").split(":")) {
+    const candidate = join(dir || ".", name);
+    try {
+      if (Deno.statSync(candidate).isFile) return candidate;
+    } catch { /* next */ }
+  }
+  return null;
+}
+
+/** Is `bwrap` on PATH? */
+export function findBwrap(): string | null {
+  return onPath("bwrap");
+}
+
+function shellQuote(s: string): string {
+  return `'${s.replaceAll("'", `'\\''`)}'`;
+}
+
+/** `/bin`, `/lib`…: a symlink into /usr where the host has one (usrmerge), else a bind. */
+function topLevelDirs(): string[] {
+  const args: string[] = [];
+  for (const name of ["bin", "sbin", "lib", "lib64", "lib32", "libx32"]) {
+    const host = `/${name}`;
+    try {
+      const info = Deno.lstatSync(host);
+      if (info.isSymlink) args.push("--symlink", Deno.readLinkSync(host), host);
+      else if (info.isDirectory) args.push("--ro-bind", host, host);
+    } catch { /* absent on this host */ }
+  }
+  return args;
+}
+
+function etcBinds(): string[] {
+  const names = new Set(ETC_FILES);
+  try {
+    for (const e of Deno.readDirSync("/etc")) if (/^python3/.test(e.name)) names.add(e.name);
+  } catch { /* no /etc */ }
+  return [...names].flatMap((n) => ["--ro-bind-try", `/etc/${n}`, `/etc/${n}`]);
+}
+
+function serverArgs(deno: string, pkg: string, home: string, run: string, commands?: string) {
+  return [
+    deno,
+    "run",
+    "-A",
+    join(pkg, "server/main.ts"),
+    "--root",
+    home,
+    "--policy",
+    join(run, "policy.json"),
+    ...(commands ? ["--commands", commands] : []),
+  ];
+}
+
+/**
+ * The launch plan of a sandbox.
+ *
+ * @example
+ * ```ts ignore
+ * const plan = launchPlan({ isolation: "bwrap", sandboxDir, rootDir, runDir, envs: {}, serverToken });
+ * new Deno.Command(plan.argv[0], { args: plan.argv.slice(1), env: plan.env, clearEnv: true });
+ * ```
+ */
+export function launchPlan(inputs: LaunchInputs): LaunchPlan {
+  const pkg = packageDir();
+  const cache = denoDir();
+  const bwrap = inputs.isolation === "bwrap" ? findBwrap() : null;
+  if (inputs.isolation === "bwrap" && !bwrap) throw new Error("bwrap is not on PATH");
+  const home = bwrap ? INSIDE_HOME : inputs.rootDir;
+  const env: Record<string, string> = {
+    HOME: home,
+    PATH: `${bwrap ? "/opt/sandbar/bin:" : ""}/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:` +
+      "/sbin:/bin",
+    LANG: "C.UTF-8",
+    TMPDIR: bwrap ? "/tmp" : join(inputs.sandboxDir, "tmp"),
+    DENO_DIR: cache,
+    DENO_NO_UPDATE_CHECK: "1",
+    ...inputs.envs,
+    SVC_SERVER_TOKEN: inputs.serverToken,
+  };
+  if (!bwrap) {
+    const commands = inputs.commandsFile;
+    const argv = serverArgs(Deno.execPath(), pkg, home, inputs.runDir, commands);
+    argv.push("--port", "0", "--pty-port", "0");
+    // No PID namespace here: tie the server's life to the supervisor's (as bubblewrap's
+    // --die-with-parent does) so a killed supervisor cannot leave it running.
+    const setpriv = onPath("setpriv");
+    return { argv: setpriv ? [setpriv, "--pdeathsig", "KILL", ...argv] : argv, env, home };
+  }
+  const commandsInside = inputs.commandsFile
+    ? join(INSIDE_COMMANDS, basename(inputs.commandsFile))
+    : undefined;
+  const server = serverArgs(INSIDE_DENO, pkg, home, INSIDE_RUN, commandsInside);
+  server.push("--port", "9000", "--pty-port", "9001");
+  const relay = [
+    INSIDE_DENO,
+    "run",
+    "--no-config",
+    "--no-lock",
+    "--no-prompt",
+    `--allow-net=127.0.0.1,unix:${INSIDE_RUN}/relay.sock`,
+    `--allow-read=${INSIDE_RUN}`,
+    `--allow-write=${INSIDE_RUN}`,
+    join(pkg, "sdk/providers/local/relay.ts"),
+    join(INSIDE_RUN, "relay.sock"),
+  ];
+  // The relay starts beside the server; `exec` makes the server the sandbox's main process, so
+  // the sandbox ends when the server does, and a relay that ends takes the server with it
+  // (without the relay the sandbox is unreachable).
+  const script = `{ ${relay.map(shellQuote).join(" ")}; kill $$; } & exec ` +
+    server.map(shellQuote).join(" ");
+  const argv = [
+    bwrap,
+    "--unshare-all",
+    "--die-with-parent",
+    "--new-session",
+    "--cap-drop",
+    "ALL",
+    "--hostname",
+    "sandbox",
+    "--ro-bind",
+    "/usr",
+    "/usr",
+    ...topLevelDirs(),
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+    "--tmpfs",
+    "/dev/shm",
+    "--tmpfs",
+    "/tmp",
+    "--dir",
+    "/var/tmp",
+    "--ro-bind-try",
+    "/var/lib/dpkg",
+    "/var/lib/dpkg",
+    "--dir",
+    "/etc",
+    ...etcBinds(),
+    "--bind",
+    inputs.rootDir,
+    INSIDE_HOME,
+    "--bind",
+    inputs.runDir,
+    INSIDE_RUN,
+    "--ro-bind",
+    Deno.execPath(),
+    INSIDE_DENO,
+    "--ro-bind",
+    pkg,
+    pkg,
+    "--ro-bind",
+    cache,
+    cache,
+    ...(inputs.commandsFile ? ["--ro-bind", dirname(inputs.commandsFile), INSIDE_COMMANDS] : []),
+    "--chdir",
+    INSIDE_HOME,
+    "/bin/sh",
+    "-c",
+    script,
+  ];
+  return { argv, env, home };
+}

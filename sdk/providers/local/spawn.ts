@@ -1,0 +1,84 @@
+/**
+ * Starting a sandbox's supervisor fully detached: `setsid --fork` makes it the leader of a new
+ * session whose parent is not this process (so it outlives it, is never our zombie, and a
+ * terminal's Ctrl-C does not reach it). Its stderr goes to a file beside the sandbox; its
+ * stdout is a pipe we read its one ready (or error) line from, and then let go.
+ *
+ * @module
+ */
+
+import { dirname, join } from "node:path";
+import { onPath } from "./launch.ts";
+
+/** The supervisor's one line. */
+export type ReadySignal = { event: "ready"; pid: number } | { event: "error"; message: string };
+
+/** A started supervisor. */
+export interface SpawnedSupervisor {
+  /** Its stdout. */
+  stdout: ReadableStream<Uint8Array>;
+  /** The `setsid` (or, without it, the supervisor) process. */
+  launcher: Deno.ChildProcess;
+  /** Where its stderr goes. */
+  errorLog: string;
+  /** True when `launcher` is a short-lived `setsid` to be reaped. */
+  forked: boolean;
+}
+
+// The supervisor reads /proc (pause, kill), which Deno allows only with --allow-all.
+const FLAGS = ["run", "-A", "--no-config", "--no-lock", "--no-prompt"];
+
+/** Start `deno run supervisor.ts ARGS…` detached. */
+export function spawnSupervisor(script: string, args: string[]): SpawnedSupervisor {
+  const errorLog = join(args[0] ?? dirname(script), "supervisor.log");
+  const deno = [Deno.execPath(), ...FLAGS, script, ...args];
+  const setsid = onPath("setsid");
+  // `exec … 2>>LOG` gives the supervisor a stderr that lives as long as it does.
+  const sh = ["/bin/sh", "-c", 'exec "$@" 2>>"$0"', errorLog, ...deno];
+  const argv = setsid ? [setsid, "--fork", ...sh] : sh;
+  const launcher = new Deno.Command(argv[0], {
+    args: argv.slice(1),
+    cwd: "/",
+    stdin: "null",
+    stdout: "piped",
+    stderr: "null",
+    detached: !setsid,
+  }).spawn();
+  if (!setsid) launcher.unref();
+  return { stdout: launcher.stdout, launcher, errorLog, forked: setsid !== null };
+}
+
+/** Read the supervisor's ready line (or its error), within `timeoutMs`. */
+export async function readySignal(
+  spawned: SpawnedSupervisor,
+  timeoutMs: number,
+): Promise<ReadySignal> {
+  const reader = spawned.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), timeoutMs);
+  });
+  try {
+    while (true) {
+      const chunk = await Promise.race([reader.read(), late]);
+      if (chunk === null) {
+        return { event: "error", message: `no answer from the supervisor in ${timeoutMs} ms` };
+      }
+      if (chunk.done) break;
+      text += chunk.value;
+      const complete = text.split("\n").slice(0, -1);
+      const line = complete.find((l) => l.startsWith('{"event":'));
+      if (line) return JSON.parse(line) as ReadySignal;
+    }
+    const stderr = await Deno.readTextFile(spawned.errorLog).catch(() => "");
+    return {
+      event: "error",
+      message: `the supervisor exited without a word${stderr ? `:\n${stderr.slice(-4000)}` : ""}`,
+    };
+  } finally {
+    clearTimeout(timer);
+    await reader.cancel().catch(() => {});
+    if (spawned.forked) await spawned.launcher.status.catch(() => {});
+  }
+}

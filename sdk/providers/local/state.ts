@@ -1,0 +1,196 @@
+/**
+ * Where local sandboxes live on disk, and their state files.
+ *
+ * `$SANDBAR_HOME` (else `$XDG_STATE_HOME/sandbar`, else `~/.local/state/sandbar`) holds one
+ * directory per sandbox, mode 0700:
+ *
+ * ```
+ * sandboxes/<id>/state.json   the state (mode 0600: it holds the tokens)
+ * sandboxes/<id>/control.sock the supervisor's control socket
+ * sandboxes/<id>/root/        the sandbox's home directory (/home/user inside)
+ * sandboxes/<id>/run/         policy, relay socket (/run/sandbar inside)
+ * sandboxes/<id>/sandbox.log  what the sandbox's server printed (bounded)
+ * ```
+ *
+ * The SDK writes the first state (status `creating`); from then on only the sandbox's
+ * supervisor writes it. Every write is atomic (a temp file in the same directory, renamed).
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import type { SandboxStatus } from "../../models/sandbox.ts";
+import type { ProcessRef } from "./procfs.ts";
+
+/** How a sandbox is isolated: bubblewrap namespaces, or Deno permissions only. */
+export type Isolation = "bwrap" | "none";
+
+/** The state file of one local sandbox. */
+export interface LocalState {
+  /** Format version. */
+  version: 1;
+  /** Sandbox id. */
+  id: string;
+  /** Template name. */
+  template: string;
+  /** Status. */
+  status: SandboxStatus;
+  /** Creation time, ISO 8601. */
+  createdAt: string;
+  /** End of the lifetime, ISO 8601. */
+  endAt: string;
+  /** User metadata. */
+  metadata: Record<string, string>;
+  /** Resources asked for (recorded, not enforced). */
+  resources: { cpu: number | null; memory: number | null; disk: number | null };
+  /** Whether port access needs the access token. */
+  secure: boolean;
+  /** The in-sandbox server's token. */
+  serverToken: string;
+  /** The gateway's access token (`X-Access-Token`). */
+  accessToken: string;
+  /** How it is isolated. */
+  isolation: Isolation;
+  /** The home directory as the sandbox sees it. */
+  home: string;
+  /** Seconds the supervisor waits for the server to listen. */
+  startTimeout: number;
+  /** The command line that starts the sandbox, and its environment. */
+  launch: { argv: string[]; env: Record<string, string> };
+  /** Capability names, once known. */
+  capabilities?: string[];
+  /** The supervisor process. */
+  supervisor?: ProcessRef;
+  /** The sandbox's top process (bubblewrap, or the server launcher without it). */
+  sandbox?: ProcessRef;
+  /** The gateway's loopback ports: HTTP (default 9000) and PTY (default 9001). */
+  ports?: { http: number; pty: number };
+  /** Without bubblewrap: the server's real ports on the host's loopback. */
+  upstream?: { http: number; pty: number };
+}
+
+/**
+ * The directory local sandboxes live in.
+ *
+ * @example
+ * ```ts ignore
+ * sandbarHome(); // "/home/me/.local/state/sandbar" unless SANDBAR_HOME says otherwise
+ * ```
+ */
+export function sandbarHome(): string {
+  const explicit = Deno.env.get("SANDBAR_HOME");
+  if (explicit) return explicit;
+  const xdg = Deno.env.get("XDG_STATE_HOME");
+  if (xdg) return join(xdg, "sandbar");
+  const home = Deno.env.get("HOME");
+  if (!home) throw new Error("Neither SANDBAR_HOME nor HOME is set");
+  return join(home, ".local", "state", "sandbar");
+}
+
+/** The files of one sandbox. */
+export class SandboxDir {
+  /** The sandbox's directory. */
+  readonly path: string;
+
+  /** The directory of sandbox `id` under `home`. */
+  constructor(home: string, id: string) {
+    this.path = join(home, "sandboxes", id);
+  }
+
+  /** `state.json`. */
+  get stateFile(): string {
+    return join(this.path, "state.json");
+  }
+  /** The supervisor's control socket. */
+  get controlSocket(): string {
+    return join(this.path, "control.sock");
+  }
+  /** The sandbox's home directory on the host. */
+  get root(): string {
+    return join(this.path, "root");
+  }
+  /** Bound at `/run/sandbar` inside. */
+  get run(): string {
+    return join(this.path, "run");
+  }
+  /** The relay's socket on the host side. */
+  get relaySocket(): string {
+    return join(this.run, "relay.sock");
+  }
+  /** What the sandbox printed. */
+  get log(): string {
+    return join(this.path, "sandbox.log");
+  }
+}
+
+/** Write `text` to `path` atomically with `mode`. */
+export async function writeAtomic(path: string, text: string, mode = 0o600): Promise<void> {
+  const tmp = `${path}.${crypto.randomUUID().slice(0, 8)}.tmp`;
+  try {
+    await Deno.writeTextFile(tmp, text, { mode, createNew: true });
+    await Deno.chmod(tmp, mode);
+    await Deno.rename(tmp, path);
+  } catch (e) {
+    await Deno.remove(tmp).catch(() => {});
+    throw e;
+  }
+}
+
+/** Write a state file. */
+export function writeState(dir: SandboxDir, state: LocalState): Promise<void> {
+  return writeAtomic(dir.stateFile, JSON.stringify(state, null, 2));
+}
+
+/** Read a state file; null when it is missing or unreadable. */
+export async function readState(dir: SandboxDir): Promise<LocalState | null> {
+  try {
+    const state = JSON.parse(await Deno.readTextFile(dir.stateFile)) as LocalState;
+    return state.version === 1 ? state : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Ids of every sandbox directory under `home`. */
+export async function sandboxIds(home: string): Promise<string[]> {
+  const ids: string[] = [];
+  try {
+    for await (const e of Deno.readDir(join(home, "sandboxes"))) {
+      if (e.isDirectory && /^[a-z0-9]+$/.test(e.name)) ids.push(e.name);
+    }
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+  return ids;
+}
+
+/**
+ * Remove a sandbox directory for good, even when code inside made parts of it unreadable
+ * (`chmod 000`): permissions are restored as needed and the removal retried.
+ */
+export async function removeTree(path: string): Promise<void> {
+  try {
+    await Deno.remove(path, { recursive: true });
+    return;
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return;
+  }
+  await restoreAccess(path);
+  await Deno.remove(path, { recursive: true }).catch((e) => {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  });
+}
+
+async function restoreAccess(path: string): Promise<void> {
+  let info: Deno.FileInfo;
+  try {
+    info = await Deno.lstat(path);
+  } catch {
+    return;
+  }
+  if (!info.isDirectory) return;
+  await Deno.chmod(path, 0o700).catch(() => {});
+  try {
+    for await (const e of Deno.readDir(path)) await restoreAccess(join(path, e.name));
+  } catch { /* unreadable still: the removal will say so */ }
+}

@@ -1,0 +1,316 @@
+/**
+ * The supervisor of one local sandbox: a small detached process (its own session, started with
+ * `setsid`) that outlives the program that created the sandbox. It
+ *
+ * - starts the sandbox (bubblewrap around the relay and the server, see `launch.ts`), and is its
+ *   parent: bubblewrap's `--die-with-parent` takes the sandbox down if the supervisor dies;
+ * - serves the two loopback gateways (HTTP and PTY) that forward into the sandbox;
+ * - enforces the lifetime: at `endAt` it kills the sandbox, whoever created it;
+ * - answers the control socket: `ping`, `pause` (SIGSTOP to every process of the sandbox),
+ *   `resume` (SIGCONT), `set_timeout`, `kill`;
+ * - on the end, for any reason, kills every process of the sandbox and removes its directory.
+ *
+ * ```sh
+ * deno run … supervisor.ts $SANDBAR_HOME/sandboxes/<id>
+ * ```
+ *
+ * It prints one JSON line on stdout, `{"event":"ready",…}` or `{"event":"error","message":…}`,
+ * and never writes to stdout again (the creator may have gone by then).
+ *
+ * @module
+ */
+
+import { basename, dirname } from "node:path";
+import { capabilityNames } from "../capabilities.ts";
+import { type ControlRequest, type ControlResponse, serveControl } from "./control.ts";
+import { type Gateway, startGateway } from "./gateway.ts";
+import { killTree, processRef, signalTree } from "./procfs.ts";
+import { type Duplex, readUntil, writeAll } from "./splice.ts";
+import { type LocalState, readState, removeTree, SandboxDir, writeState } from "./state.ts";
+
+const LOG_LIMIT = 8 * 1024 * 1024;
+const TAIL = 4096;
+const MAX_TIMEOUT = 86_400;
+
+class Supervisor {
+  readonly dir: SandboxDir;
+  state: LocalState;
+  child!: Deno.ChildProcess;
+  gateways: Gateway[] = [];
+  stopControl: () => void = () => {};
+  timer: ReturnType<typeof setTimeout> | undefined;
+  stopping: Promise<void> | undefined;
+  tail = "";
+  logged = 0;
+  log: Deno.FsFile | undefined;
+  writes: Promise<void> = Promise.resolve();
+
+  constructor(dir: SandboxDir, state: LocalState) {
+    this.dir = dir;
+    this.state = state;
+  }
+
+  save(): Promise<void> {
+    const snapshot = structuredClone(this.state);
+    this.writes = this.writes.then(() => writeState(this.dir, snapshot)).catch(() => {});
+    return this.writes;
+  }
+
+  record(bytes: Uint8Array): void {
+    this.tail = (this.tail + new TextDecoder().decode(bytes)).slice(-TAIL);
+    if (!this.log || this.logged >= LOG_LIMIT) return;
+    this.logged += bytes.length;
+    this.log.write(bytes).catch(() => {});
+  }
+
+  /** Where the sandbox's processes hang from: bubblewrap, or this process without it. */
+  get treeRoot(): number {
+    return this.state.isolation === "bwrap" ? this.child.pid : Deno.pid;
+  }
+
+  async dial(port: number): Promise<Duplex> {
+    if (this.state.isolation === "none") {
+      const up = this.state.upstream!;
+      const target = port === 9000 ? up.http : port === 9001 ? up.pty : port;
+      try {
+        return await Deno.connect({ hostname: "127.0.0.1", port: target });
+      } catch {
+        throw new Error(`nothing listens on port ${port}`);
+      }
+    }
+    const conn = await Deno.connect({ transport: "unix", path: this.dir.relaySocket });
+    try {
+      await writeAll(conn, new TextEncoder().encode(`${port}\n`));
+      const line = await readUntil(conn, new Uint8Array([10]), 4096);
+      const text = line ? new TextDecoder().decode(line.head) : "error the relay closed";
+      if (text !== "ok") throw new Error(text.replace(/^error /, ""));
+      return conn;
+    } catch (e) {
+      conn.close();
+      throw e;
+    }
+  }
+
+  armTimer(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    const ms = Math.max(0, Date.parse(this.state.endAt) - Date.now());
+    this.timer = setTimeout(() => this.stop(), ms);
+  }
+
+  async control(request: ControlRequest): Promise<ControlResponse> {
+    const ok = (): ControlResponse => ({
+      ok: true,
+      status: this.state.status,
+      endAt: this.state.endAt,
+    });
+    if (this.stopping && request.op !== "kill") return { ok: false, error: "stopping" };
+    switch (request.op) {
+      case "ping":
+        return ok();
+      case "pause":
+        if (this.state.status === "running") {
+          signalTree(this.treeRoot, "SIGSTOP");
+          this.state.status = "paused";
+          await this.save();
+        }
+        return ok();
+      case "resume":
+        if (this.state.status === "paused") {
+          signalTree(this.treeRoot, "SIGCONT");
+          this.state.status = "running";
+          await this.save();
+        }
+        return ok();
+      case "set_timeout": {
+        const s = request.seconds;
+        if (!Number.isInteger(s) || s < 1 || s > MAX_TIMEOUT) {
+          return { ok: false, error: `timeout must be an integer from 1 to ${MAX_TIMEOUT}` };
+        }
+        this.state.endAt = new Date(Date.now() + s * 1000).toISOString();
+        this.armTimer();
+        await this.save();
+        return ok();
+      }
+      case "kill":
+        await this.stop();
+        return { ok: true, status: "stopped", endAt: this.state.endAt };
+      default:
+        return { ok: false, error: "unknown op" };
+    }
+  }
+
+  stop(): Promise<void> {
+    return this.stopping ??= (async () => {
+      if (this.timer !== undefined) clearTimeout(this.timer);
+      this.state.status = "stopping";
+      await this.save();
+      this.stopControl();
+      for (const g of this.gateways) g.close();
+      const root = processRef(this.treeRoot);
+      if (this.state.isolation === "bwrap") killTree(root ?? undefined);
+      else signalTree(Deno.pid, "SIGKILL");
+      await this.child.status.catch(() => {});
+      await this.writes;
+      this.log?.close();
+      this.log = undefined;
+      await removeTree(this.dir.path).catch(() => {});
+      // Signal listeners would keep this process alive; leave once the answer to a `kill` is out.
+      setTimeout(() => Deno.exit(0), 50);
+    })();
+  }
+}
+
+function becomeSubreaper(): void {
+  // Without bubblewrap there is no PID namespace to hold orphans: make this process their
+  // reaper (PR_SET_CHILD_SUBREAPER) so a daemonized grandchild stays in the tree we kill.
+  try {
+    const libc = Deno.dlopen("libc.so.6", {
+      prctl: { parameters: ["i32", "u64", "u64", "u64", "u64"], result: "i32" },
+    });
+    libc.symbols.prctl(36, 1n, 0n, 0n, 0n);
+    libc.close();
+  } catch { /* best effort */ }
+}
+
+async function drain(
+  stream: ReadableStream<Uint8Array>,
+  onLine: ((line: string) => void) | null,
+  sink: (b: Uint8Array) => void,
+): Promise<void> {
+  let pending = "";
+  for await (const chunk of stream) {
+    sink(chunk);
+    if (!onLine) continue;
+    pending += new TextDecoder().decode(chunk);
+    let at: number;
+    while ((at = pending.indexOf("\n")) >= 0) {
+      onLine(pending.slice(0, at));
+      pending = pending.slice(at + 1);
+    }
+  }
+}
+
+/** The sandbox's capability names, read from its server through the gateway. */
+async function discover(state: LocalState, gatewayPort: number): Promise<string[]> {
+  const headers: Record<string, string> = { authorization: `Bearer ${state.serverToken}` };
+  if (state.secure) headers["x-access-token"] = state.accessToken;
+  const res = await fetch(`http://127.0.0.1:${gatewayPort}/capabilities`, { headers });
+  if (!res.ok) {
+    await res.body?.cancel();
+    throw new Error(`GET /capabilities answered ${res.status}`);
+  }
+  return [...capabilityNames(await res.json()), "ports"].sort();
+}
+
+function portOf(url: string): number {
+  return Number(new URL(url).port);
+}
+
+async function main(path: string): Promise<number> {
+  const dir = new SandboxDir(dirname(dirname(path)), basename(path));
+  const state = await readState(dir);
+  const say = (event: Record<string, unknown>) => console.log(JSON.stringify(event));
+  if (!state) {
+    say({ event: "error", message: `no state file in ${path}` });
+    return 1;
+  }
+  const sup = new Supervisor(dir, state);
+  if (state.isolation === "none") becomeSubreaper();
+  const [cmd, ...args] = state.launch.argv;
+  sup.log = await Deno.open(dir.log, { append: true, create: true, mode: 0o600 });
+  sup.child = new Deno.Command(cmd, {
+    args,
+    env: state.launch.env,
+    clearEnv: true,
+    cwd: state.isolation === "none" ? dir.root : "/",
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const listening = Promise.withResolvers<{ url: string; pty_url: string }>();
+  const relayReady = Promise.withResolvers<void>();
+  if (state.isolation === "none") relayReady.resolve();
+  const onLine = (line: string) => {
+    try {
+      const event = JSON.parse(line);
+      if (event.event === "listening") listening.resolve(event);
+      if (event.event === "relay_ready") relayReady.resolve();
+    } catch { /* not an event */ }
+  };
+  const record = (b: Uint8Array) => sup.record(b);
+  drain(sup.child.stdout, onLine, record).catch(() => {});
+  drain(sup.child.stderr, null, record).catch(() => {});
+  const exited = sup.child.status.then((s) => {
+    throw new Error(`the sandbox exited during start (code ${s.code})`);
+  });
+  exited.catch(() => {}); // it may end long after the start; only the race below reads it
+  let timeout: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timeout = setTimeout(
+      () => reject(new Error(`the server did not listen within ${state.startTimeout} s`)),
+      state.startTimeout * 1000,
+    );
+  });
+  try {
+    const [addresses] = await Promise.race([
+      Promise.all([listening.promise, relayReady.promise]),
+      exited,
+      late,
+    ]);
+    clearTimeout(timeout);
+    if (state.isolation === "none") {
+      state.upstream = { http: portOf(addresses.url), pty: portOf(addresses.pty_url) };
+    }
+    const refuse = () =>
+      sup.state.status === "paused"
+        ? {
+          status: 409,
+          code: "sandbox_paused",
+          message: `Sandbox ${state.id} is paused; call resume() first`,
+        }
+        : null;
+    const accessToken = state.secure ? state.accessToken : null;
+    const dial = (port: number) => sup.dial(port);
+    for (const defaultPort of [9000, 9001]) {
+      sup.gateways.push(
+        startGateway({ sandboxId: state.id, defaultPort, accessToken, dial, refuse }),
+      );
+    }
+    await Deno.remove(dir.controlSocket).catch(() => {});
+    sup.stopControl = serveControl(dir.controlSocket, (r) => sup.control(r));
+    state.capabilities = await discover(state, sup.gateways[0].port);
+  } catch (e) {
+    clearTimeout(timeout);
+    const message = `${(e as Error).message}\n${sup.tail}`.trim();
+    await sup.stop();
+    say({ event: "error", message });
+    return 1;
+  }
+  sup.child.status.then(() => sup.stop());
+  state.status = "running";
+  state.supervisor = processRef(Deno.pid) ?? undefined;
+  state.sandbox = processRef(sup.child.pid) ?? undefined;
+  state.ports = { http: sup.gateways[0].port, pty: sup.gateways[1].port };
+  await sup.save();
+  sup.armTimer();
+  for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
+    Deno.addSignalListener(signal, () => sup.stop());
+  }
+  say({ event: "ready", pid: Deno.pid });
+  return 0;
+}
+
+if (import.meta.main) {
+  const path = Deno.args[0];
+  if (!path) {
+    console.error("usage: supervisor.ts SANDBOX_DIR");
+    Deno.exit(2);
+  }
+  try {
+    const code = await main(path);
+    if (code !== 0) Deno.exit(code);
+  } catch (e) {
+    console.log(JSON.stringify({ event: "error", message: (e as Error).message }));
+    Deno.exit(1);
+  }
+}

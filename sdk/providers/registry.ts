@@ -1,0 +1,56 @@
+/**
+ * The registry of providers: a name to a factory. `local` is built in and is the default;
+ * `SANDBAR_PROVIDER` names another default for the whole process.
+ *
+ * @module
+ */
+
+import { ValidationError } from "../errors/index.ts";
+import { LocalProvider } from "./local/index.ts";
+import type { ProviderCredentials, SandboxProvider } from "./types.ts";
+
+/** Makes a provider from the credentials a call carries. */
+export type ProviderFactory = (credentials: ProviderCredentials) => SandboxProvider;
+
+const FACTORIES = new Map<string, ProviderFactory>([["local", () => new LocalProvider()]]);
+
+/**
+ * Register a provider under `name` (replacing one of the same name).
+ *
+ * @example
+ * ```ts ignore
+ * import { registerProvider, Sandbox } from "@sandbar/sandbar";
+ * registerProvider("acme", (creds) => new AcmeProvider(creds.apiKey ?? Deno.env.get("ACME_KEY")));
+ * await using sandbox = await Sandbox.create({ provider: "acme" });
+ * ```
+ */
+export function registerProvider(name: string, factory: ProviderFactory): void {
+  if (!/^[a-z][a-z0-9_-]*$/.test(name)) {
+    throw new ValidationError(`Provider name "${name}" must be lower-case letters, digits, _ -`);
+  }
+  FACTORIES.set(name, factory);
+}
+
+/** The names of the registered providers. */
+export function providerNames(): string[] {
+  return [...FACTORIES.keys()].sort();
+}
+
+/**
+ * The provider a call uses: the one given, else the one named by `SANDBAR_PROVIDER`, else
+ * `local`.
+ */
+export function resolveProvider(
+  provider: string | SandboxProvider | undefined,
+  credentials: ProviderCredentials = {},
+): SandboxProvider {
+  if (provider !== undefined && typeof provider !== "string") return provider;
+  const name = provider ?? Deno.env.get("SANDBAR_PROVIDER") ?? "local";
+  const factory = FACTORIES.get(name);
+  if (!factory) {
+    throw new ValidationError(`No provider named "${name}"`, {
+      suggestion: `Registered: ${providerNames().join(", ")}. Add one with registerProvider().`,
+    });
+  }
+  return factory(credentials);
+}

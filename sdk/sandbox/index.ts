@@ -1,0 +1,328 @@
+/**
+ * {@linkcode Sandbox}: create, connect to, list, pause, resume and destroy sandboxes, and use
+ * them through the `commands`, `files`, `network` and `code` modules and the typed
+ * `ServerClient` of the in-sandbox server.
+ *
+ * @module
+ */
+
+import { ServerClient } from "../client/index.ts";
+import type { CodeResult } from "../models/devtools.ts";
+import type { ServerCommand } from "../models/core.ts";
+import {
+  ProviderFeatureNotSupportedError,
+  SandboxNotFoundError,
+  ValidationError,
+} from "../errors/index.ts";
+import type { SandboxInfo, SandboxStatus } from "../models/sandbox.ts";
+import { CodeModule, type CodeRunOptions } from "../modules/code.ts";
+import { CommandsModule } from "../modules/commands.ts";
+import { FilesModule } from "../modules/files.ts";
+import { NetworkModule } from "../modules/network.ts";
+import { resolveProvider } from "../providers/registry.ts";
+import type { SandboxHandle, SandboxProvider } from "../providers/types.ts";
+import {
+  createRequest,
+  credentialsOf,
+  lifetime,
+  listQuery,
+  type SandboxConnectionOptions,
+  type SandboxCreateOptions,
+  type SandboxListOptions,
+} from "./options.ts";
+import { startServer, type StartServerOptions } from "./start_server.ts";
+import { SandboxTerminal } from "./terminal.ts";
+
+/** Options of `sandbox.serverAt`. */
+export interface ServerAtOptions {
+  /** The server's token (default: the sandbox's own for port 9000, else `SVC_SERVER_TOKEN`). */
+  token?: string;
+  /** Its PTY port (default 9001). */
+  ptyPort?: number;
+  /** Per-request timeout in seconds (default 30). */
+  timeout?: number;
+}
+
+/**
+ * A sandbox: an isolated machine for untrusted and agent work, with its own file system,
+ * processes and ports, and an in-sandbox server as its data plane.
+ *
+ * With no provider configured it is a local sandbox: an isolated process tree on this machine
+ * (bubblewrap namespaces when `bwrap` is installed, Deno permissions always). See
+ * `docs/sdk/sandbox.md`.
+ *
+ * @example
+ * ```ts ignore
+ * import { Sandbox } from "@sandbar/sandbar";
+ *
+ * await using sandbox = await Sandbox.create(); // killed when the scope ends
+ * const r = await sandbox.commands.run("echo hello from $(hostname)");
+ * console.log(r.stdout); // "hello from sandbox\n"
+ * await sandbox.files.write("/home/user/data.txt", "42");
+ * console.log((await sandbox.runCode("print(open('data.txt').read())")).text); // "42"
+ * ```
+ */
+export class Sandbox implements AsyncDisposable {
+  /** Shell commands. */
+  readonly commands: CommandsModule;
+  /** The file system. */
+  readonly files: FilesModule;
+  /** Port addresses. */
+  readonly network: NetworkModule;
+  /** Code and code contexts (needs the `code` capability). */
+  readonly code: CodeModule;
+
+  readonly #provider: SandboxProvider;
+  readonly #handle: SandboxHandle;
+  readonly #capabilities: ReadonlySet<string>;
+  #info: SandboxInfo;
+  #server: ServerClient | undefined;
+  readonly #clients = new Set<ServerClient>();
+
+  private constructor(provider: SandboxProvider, handle: SandboxHandle) {
+    this.#provider = provider;
+    this.#handle = handle;
+    this.#info = handle.info;
+    this.#capabilities = new Set(handle.capabilities);
+    const ctx = {
+      sandboxId: handle.info.sandboxId,
+      capabilities: this.#capabilities,
+      server: () => this.server,
+    };
+    this.commands = new CommandsModule(ctx);
+    this.files = new FilesModule(ctx, () => this.#address(9000).url);
+    this.code = new CodeModule(ctx);
+    this.network = new NetworkModule(() => ({
+      sandboxId: this.id,
+      domain: handle.domain,
+      scheme: handle.scheme,
+      secure: handle.secure,
+      accessToken: this.#info.envdAccessToken,
+    }));
+  }
+
+  /**
+   * Create a sandbox and return once it answers. `timeout` is its lifetime in seconds (default
+   * 300, at most 86400): when it passes, the sandbox is killed, whether or not this program
+   * still runs.
+   *
+   * @example
+   * ```ts ignore
+   * const sandbox = await Sandbox.create("base", { timeout: 600, envs: { MODE: "test" } });
+   * ```
+   */
+  static async create(
+    template?: string | SandboxCreateOptions,
+    options: SandboxCreateOptions = {},
+  ): Promise<Sandbox> {
+    const opts = typeof template === "object" ? template : options;
+    const name = typeof template === "string" ? template : opts.template ?? "base";
+    const request = createRequest(name, opts);
+    const provider = resolveProvider(opts.provider, credentialsOf(opts));
+    return new Sandbox(provider, await provider.create(request));
+  }
+
+  /**
+   * Connect to a running (or paused) sandbox by id, from any process. Connecting never changes
+   * its lifetime: use `setTimeout` for that.
+   */
+  static async connect(
+    sandboxId: string,
+    options: SandboxConnectionOptions = {},
+  ): Promise<Sandbox> {
+    const provider = resolveProvider(options.provider, credentialsOf(options));
+    return new Sandbox(provider, await provider.connect(sandboxId));
+  }
+
+  /** Live sandboxes (oldest first), without their access tokens. */
+  static list(options: SandboxListOptions = {}): Promise<SandboxInfo[]> {
+    const query = listQuery(options);
+    return resolveProvider(options.provider, credentialsOf(options)).list(query);
+  }
+
+  /** Kill a sandbox by id: true when it was killed, false when there was none. */
+  static killById(sandboxId: string, options: SandboxConnectionOptions = {}): Promise<boolean> {
+    return resolveProvider(options.provider, credentialsOf(options)).kill(sandboxId);
+  }
+
+  /** The sandbox id. */
+  get id(): string {
+    return this.#info.sandboxId;
+  }
+
+  /** The status as last read (`refreshInfo()` reads it again). */
+  get status(): SandboxStatus {
+    return this.#info.status;
+  }
+
+  /** The data-plane URL (the in-sandbox server, port 9000). */
+  get url(): string {
+    return this.#info.envdUrl ?? this.#address(9000).url;
+  }
+
+  /** The info as last read. */
+  get info(): SandboxInfo {
+    return { ...this.#info };
+  }
+
+  /** The sandbox's capability names (`code`, `files`, `shell`, `terminal`, `ports`, …). */
+  get capabilities(): ReadonlySet<string> {
+    return this.#capabilities;
+  }
+
+  /** The provider's name. */
+  get provider(): string {
+    return this.#provider.name;
+  }
+
+  #address(port: number, ws = false) {
+    if (!this.#handle.portAddress) {
+      throw new ProviderFeatureNotSupportedError(
+        `The ${this.#provider.name} provider has no HTTP data plane for sandbox ${this.id}`,
+      );
+    }
+    return this.#handle.portAddress(port, ws);
+  }
+
+  /** The client of the sandbox's own server (port 9000), made once. */
+  get server(): ServerClient {
+    return this.#server ??= this.serverAt(9000);
+  }
+
+  /** A new client for a server on `port` inside the sandbox. */
+  serverAt(port = 9000, options: ServerAtOptions = {}): ServerClient {
+    const http = this.#address(port);
+    const pty = this.#address(options.ptyPort ?? 9001, true);
+    const token = options.token ??
+      (port === 9000 ? this.#handle.serverToken : Deno.env.get("SVC_SERVER_TOKEN")) ?? null;
+    const client = new ServerClient(http.url, {
+      token,
+      headers: http.headers,
+      ptyUrl: pty.url,
+      timeout: (options.timeout ?? 30) * 1000,
+    });
+    this.#clients.add(client);
+    return client;
+  }
+
+  /** Start another in-sandbox server and return its client; see {@linkcode StartServerOptions}. */
+  startServer(options: StartServerOptions = {}): Promise<ServerClient> {
+    return startServer({
+      server: this.server,
+      serverCommand: this.#handle.serverCommand,
+      serverAt: (port, o) => this.serverAt(port, o),
+    }, options);
+  }
+
+  /** Destroy the sandbox: every process and every file of it. Calling it again does nothing. */
+  async kill(): Promise<void> {
+    for (const client of this.#clients) await client.close();
+    this.#clients.clear();
+    this.#server = undefined;
+    if (this.#info.status === "stopped") return;
+    await this.#provider.kill(this.id);
+    this.#info = { ...this.#info, status: "stopped" };
+  }
+
+  /** Make the lifetime end `timeout` seconds from now (1 to 86400; it can shorten it). */
+  async setTimeout(timeout: number): Promise<void> {
+    await this.#provider.setTimeout(this.id, lifetime(timeout));
+    await this.refreshInfo();
+  }
+
+  /** Whether it runs and its server answers (a request). */
+  async isRunning(): Promise<boolean> {
+    try {
+      await this.refreshInfo();
+    } catch (e) {
+      if (e instanceof SandboxNotFoundError) return false;
+      throw e;
+    }
+    return this.status === "running" && (await this.server.health());
+  }
+
+  /** Stop every process in the sandbox; its lifetime keeps counting. */
+  async pause(): Promise<void> {
+    await this.#provider.pause(this.id);
+    await this.refreshInfo();
+  }
+
+  /** Continue a paused sandbox. */
+  async resume(): Promise<void> {
+    await this.#provider.resume(this.id);
+    await this.refreshInfo();
+  }
+
+  /** Read the info again (status, lifetime end). */
+  async refreshInfo(): Promise<SandboxInfo> {
+    try {
+      this.#info = await this.#provider.getInfo(this.id);
+    } catch (e) {
+      if (e instanceof SandboxNotFoundError) this.#info = { ...this.#info, status: "stopped" };
+      throw e;
+    }
+    return this.info;
+  }
+
+  /** Run code (needs the `code` capability: `CapabilityNotSupportedError` E3004 otherwise). */
+  runCode(code: string, options: Omit<CodeRunOptions, "contextId"> = {}): Promise<CodeResult> {
+    return this.code.run(code, options);
+  }
+
+  /** Open a terminal and connect to it; closing it closes the terminal. */
+  async getTerminal(
+    options: { cols?: number; rows?: number; shell?: string } = {},
+  ): Promise<SandboxTerminal> {
+    const server = this.server;
+    const session = await server.pty.create({
+      cols: options.cols ?? 80,
+      rows: options.rows ?? 24,
+      shell: options.shell ?? "/bin/bash",
+    });
+    try {
+      return new SandboxTerminal(server, await server.pty.connect(session.id));
+    } catch (e) {
+      await server.pty.delete(session.id).catch(() => {});
+      throw e;
+    }
+  }
+
+  #serverOn(port: number): ServerClient {
+    if (!this.#handle.portAddress) {
+      throw new ProviderFeatureNotSupportedError(
+        `The ${this.#provider.name} provider has no HTTP data plane: named commands need one`,
+        { suggestion: "Use a provider with an HTTP data plane (the local provider has one)." },
+      );
+    }
+    return port === 9000 ? this.server : this.serverAt(port);
+  }
+
+  /** The named commands of the in-sandbox server (`GET /commands`). */
+  listCommands(options: { serverPort?: number } = {}): Promise<ServerCommand[]> {
+    return this.#serverOn(options.serverPort ?? 9000).commands.list();
+  }
+
+  /**
+   * Call a named command with keyword arguments (`POST /commands/<name>`); returns its value.
+   * `CommandNotFoundError` for an unknown name.
+   */
+  async run<T = unknown>(
+    name: string,
+    args: Record<string, unknown> = {},
+    options: { serverPort?: number } = {},
+  ): Promise<T> {
+    if (typeof name !== "string" || name === "") {
+      throw new ValidationError("name must be a command name");
+    }
+    return await this.#serverOn(options.serverPort ?? 9000).commands.run<T>(name, args);
+  }
+
+  /** `await using sandbox = await Sandbox.create()` kills it on scope exit. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    try {
+      await this.kill();
+    } catch (e) {
+      if (!(e instanceof SandboxNotFoundError)) throw e;
+    }
+  }
+}
