@@ -88,43 +88,38 @@ Deno.test("capabilities_check decides endpoint, path and operation without runni
     const scope = await check({ endpoint: "commands_list" }, "reader-token-0123456789");
     assert.equal(scope.code, "missing_scope");
   });
-  // Path decisions need an endpoint that is on; fall back to capabilities when file_ops is
-  // not built, since the decision is the policy's either way.
-  const caps = await (await server.fetch("/capabilities")).json();
-  const endpoint = caps.endpoints.files_upload.enabled ? "files_upload" : undefined;
-  if (endpoint) {
-    await t.step("paths: allowed, outside, denied, read-only, invalid", async () => {
-      const inside = await check({ endpoint, path: "a/b.txt" });
-      assert.equal(inside.allowed, true);
-      assert.equal(inside.path, `${server.root}/a/b.txt`);
-      assert.equal(inside.operation, "write");
-      const outside = await check({ endpoint, path: "../../etc/passwd" });
-      assert.equal(outside.code, "path_not_allowed");
-      const denied = await check({ endpoint, path: "app/.env" });
-      assert.equal(denied.code, "path_denied");
-      const below = await check({ endpoint, path: "secrets/key.pem" });
-      assert.equal(below.code, "path_denied");
-      const ro = await check({ endpoint, path: "ref/x.txt" });
-      assert.equal(ro.code, "read_only");
-      const roRead = await check({ endpoint, path: "ref/x.txt", operation: "read" });
-      assert.equal(roRead.allowed, true);
-      const nul = await check({ endpoint, path: "a\u0000b" });
-      assert.equal(nul.code, "invalid_path");
-      const long = await check({ endpoint, path: "a/".repeat(3000) });
-      assert.equal(long.code, "invalid_path");
-    });
-    await t.step("never an existence oracle", async () => {
-      await Deno.writeTextFile(`${server.root}/exists.txt`, "x");
-      for (const base of [".", "ref", "../outside", "app"]) {
-        const a = await check({ endpoint, path: `${base}/exists.txt` });
-        const b = await check({ endpoint, path: `${base}/absent.txt` });
-        assert.deepEqual(
-          { ...a, path: a.path?.replace("exists", "X"), reason: a.reason.replace("exists", "X") },
-          { ...b, path: b.path?.replace("absent", "X"), reason: b.reason.replace("absent", "X") },
-        );
-      }
-    });
-  }
+  const endpoint = "files_upload";
+  await t.step("paths: allowed, outside, denied, read-only, invalid", async () => {
+    const inside = await check({ endpoint, path: "a/b.txt" });
+    assert.equal(inside.allowed, true);
+    assert.equal(inside.path, `${server.root}/a/b.txt`);
+    assert.equal(inside.operation, "write");
+    const outside = await check({ endpoint, path: "../../etc/passwd" });
+    assert.equal(outside.code, "path_not_allowed");
+    const denied = await check({ endpoint, path: "app/.env" });
+    assert.equal(denied.code, "path_denied");
+    const below = await check({ endpoint, path: "secrets/key.pem" });
+    assert.equal(below.code, "path_denied");
+    const ro = await check({ endpoint, path: "ref/x.txt" });
+    assert.equal(ro.code, "read_only");
+    const roRead = await check({ endpoint, path: "ref/x.txt", operation: "read" });
+    assert.equal(roRead.allowed, true);
+    const nul = await check({ endpoint, path: "a\u0000b" });
+    assert.equal(nul.code, "invalid_path");
+    const long = await check({ endpoint, path: "a/".repeat(3000) });
+    assert.equal(long.code, "invalid_path");
+  });
+  await t.step("never an existence oracle", async () => {
+    await Deno.writeTextFile(`${server.root}/exists.txt`, "x");
+    for (const base of [".", "ref", "../outside", "app"]) {
+      const a = await check({ endpoint, path: `${base}/exists.txt` });
+      const b = await check({ endpoint, path: `${base}/absent.txt` });
+      assert.deepEqual(
+        { ...a, path: a.path?.replace("exists", "X"), reason: a.reason.replace("exists", "X") },
+        { ...b, path: b.path?.replace("absent", "X"), reason: b.reason.replace("absent", "X") },
+      );
+    }
+  });
   await t.step("bad requests are 400", async () => {
     const res = await server.fetch("/capabilities/check", { method: "POST", body: "not json" });
     assert.equal(res.status, 400);
