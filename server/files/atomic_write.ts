@@ -19,7 +19,7 @@
 
 import { basename, dirname, join } from "node:path";
 import { ApiError } from "../errors.ts";
-import { PinnedDirectory, PinnedDirectoryError } from "./pinned_dir.ts";
+import { type EntryStat, entryStatOf, LibcCallError, PinnedDirectory } from "./pinned_dir.ts";
 
 /** Options of {@linkcode writeAtomically}. */
 export interface AtomicWriteOptions {
@@ -69,7 +69,7 @@ async function writeAll(file: Deno.FsFile, chunk: Uint8Array): Promise<void> {
 }
 
 /**
- * Stream `body` into `target` atomically; returns the final file's `stat`.
+ * Stream `body` into `target` atomically; returns what the final file is.
  *
  * @example
  * ```ts ignore
@@ -80,7 +80,7 @@ export async function writeAtomically(
   target: string,
   body: ReadableStream<Uint8Array>,
   options: AtomicWriteOptions,
-): Promise<Deno.FileInfo> {
+): Promise<EntryStat> {
   const param = options.param ?? "path";
   const existing = await lstatOrNull(target);
   let pinned: PinnedDirectory | null = null;
@@ -94,7 +94,7 @@ export async function writeAtomically(
     pinned = PinnedDirectory.open(dirname(target), options.noSymlinks ?? true);
   } catch (e) {
     await body.cancel().catch(() => {});
-    if (e instanceof PinnedDirectoryError && e.code === "ELOOP") throw swapped(param);
+    if (e instanceof LibcCallError && e.code === "ELOOP") throw swapped(param);
     throw e;
   }
   if (!pinned) return await writeByPath(target, body, options, existing);
@@ -137,7 +137,7 @@ async function writePinned(
   body: ReadableStream<Uint8Array>,
   options: AtomicWriteOptions,
   existing: Deno.FileInfo | null,
-): Promise<Deno.FileInfo> {
+): Promise<EntryStat> {
   const param = options.param ?? "path";
   const name = basename(target);
   const temp = tempName();
@@ -160,7 +160,7 @@ async function writePinned(
       try {
         dir.link(temp, name);
       } catch (e) {
-        if ((e as PinnedDirectoryError).code === "EEXIST") {
+        if ((e as LibcCallError).code === "EEXIST") {
           throw new ApiError("file_exists", `${target} exists and overwrite is false`, { param });
         }
         throw e;
@@ -168,7 +168,8 @@ async function writePinned(
       dir.unlink(temp);
     }
     created = false;
-    return await Deno.lstat(target);
+    // Described through the pinned directory: by path it may already be somewhere else.
+    return dir.stat(name);
   } catch (e) {
     if (fd >= 0) dir.closeFile(fd);
     if (created) {
@@ -177,7 +178,7 @@ async function writePinned(
       } catch { /* already gone */ }
     }
     await body.cancel().catch(() => {});
-    if ((e as PinnedDirectoryError).code === "EISDIR") {
+    if ((e as LibcCallError).code === "EISDIR") {
       throw new ApiError("conflict", `${target} is a directory`, { param, cause: e });
     }
     throw e;
@@ -189,7 +190,7 @@ async function writeByPath(
   body: ReadableStream<Uint8Array>,
   options: AtomicWriteOptions,
   existing: Deno.FileInfo | null,
-): Promise<Deno.FileInfo> {
+): Promise<EntryStat> {
   const param = options.param ?? "path";
   const dir = dirname(target);
   const temp = join(dir, tempName());
@@ -235,7 +236,7 @@ async function writeByPath(
       await Deno.remove(temp);
     }
     tempIsOurs = false;
-    return await Deno.stat(target);
+    return entryStatOf(await Deno.lstat(target));
   } catch (e) {
     if (!closed) {
       try {

@@ -8,7 +8,7 @@
 
 import { basename, dirname } from "node:path";
 import { ApiError } from "../errors.ts";
-import { PinnedDirectory, PinnedDirectoryError } from "./pinned_dir.ts";
+import { LibcCallError, PinnedDirectory } from "./pinned_dir.ts";
 
 function swapped(param: string): ApiError {
   return new ApiError("symlink_denied", "A link was swapped into the path after the check", {
@@ -16,11 +16,16 @@ function swapped(param: string): ApiError {
   });
 }
 
+/** The directory holding `path`, pinned. */
 function pin(path: string, noSymlinks: boolean, param: string): PinnedDirectory | null {
+  return pinDirectory(dirname(path), noSymlinks, param);
+}
+
+function pinDirectory(path: string, noSymlinks: boolean, param: string): PinnedDirectory | null {
   try {
-    return PinnedDirectory.open(dirname(path), noSymlinks);
+    return PinnedDirectory.open(path, noSymlinks);
   } catch (e) {
-    if (e instanceof PinnedDirectoryError && e.code === "ELOOP") throw swapped(param);
+    if (e instanceof LibcCallError && e.code === "ELOOP") throw swapped(param);
     throw e;
   }
 }
@@ -39,20 +44,81 @@ export async function removeEntry(
   options: { directory: boolean; recursive: boolean; noSymlinks: boolean; param?: string },
 ): Promise<void> {
   const param = options.param ?? "path";
-  if (options.directory && options.recursive) {
-    await Deno.remove(path, { recursive: true });
-    return;
-  }
   const dir = pin(path, options.noSymlinks, param);
   if (!dir) {
-    await Deno.remove(path);
+    await Deno.remove(path, { recursive: options.directory && options.recursive });
     return;
   }
   try {
-    dir.unlink(basename(path), options.directory);
+    if (options.directory && options.recursive) removeTree(dir, basename(path));
+    else dir.unlink(basename(path), options.directory);
   } finally {
     dir.close();
   }
+}
+
+/** Remove `name` in `dir` and everything below it, each step relative to a pinned directory. */
+function removeTree(dir: PinnedDirectory, name: string): void {
+  if (dir.stat(name).kind === "directory") {
+    const child = dir.child(name);
+    try {
+      for (const entry of child.names()) removeTree(child, entry);
+    } finally {
+      child.close();
+    }
+    dir.unlink(name, true);
+  } else dir.unlink(name);
+}
+
+/**
+ * Create the missing directories of `path` below its deepest existing ancestor `existing`,
+ * each with `mkdirat` in the pinned directory made just before, so a link swapped in meanwhile
+ * cannot make them appear elsewhere. Returns whether the last one was created here.
+ *
+ * @example
+ * ```ts ignore
+ * await makeDirectories("/workspace", "/workspace/a/b", true);
+ * ```
+ */
+export async function makeDirectories(
+  existing: string,
+  path: string,
+  noSymlinks: boolean,
+  param = "path",
+): Promise<boolean> {
+  const rest = path.slice(existing === "/" ? 1 : existing.length + 1).split("/").filter(Boolean);
+  let dir = pinDirectory(existing, noSymlinks, param);
+  if (!dir) {
+    await Deno.mkdir(path, { recursive: true });
+    return true;
+  }
+  let created = false;
+  try {
+    for (const name of rest) {
+      try {
+        dir.mkdir(name);
+        created = true;
+      } catch (e) {
+        if ((e as LibcCallError).code !== "EEXIST") throw e;
+        created = false;
+      }
+      const next: PinnedDirectory = dir.child(name);
+      dir.close();
+      dir = next;
+    }
+  } catch (e) {
+    const code = (e as LibcCallError).code;
+    if (code === "ENOTDIR" || code === "ELOOP") {
+      throw new ApiError("file_exists", `A part of ${path} exists and is not a directory`, {
+        param,
+        cause: e,
+      });
+    }
+    throw e;
+  } finally {
+    dir.close();
+  }
+  return created;
 }
 
 /**
@@ -96,7 +162,7 @@ export async function moveEntry(
       try {
         from.link(a, b, to);
       } catch (e) {
-        if ((e as PinnedDirectoryError).code === "EEXIST") throw exists();
+        if ((e as LibcCallError).code === "EEXIST") throw exists();
         throw e;
       }
       from.unlink(a);

@@ -44,10 +44,12 @@ export function fileSystemError(e: unknown): ApiError {
     case "EPERM":
     case "EROFS":
       return new ApiError("conflict", message, { cause: e });
+    case "ELOOP":
+      // Only a link where none may be (a pinned directory's path) or a loop of links.
+      return new ApiError("symlink_denied", `A link is in the way: ${message}`, { cause: e });
     case "EXDEV":
     case "EINVAL":
     case "ENAMETOOLONG":
-    case "ELOOP":
       return new ApiError("invalid_arguments", message, { cause: e });
     case "ENOSPC":
     case "EDQUOT":

@@ -9,6 +9,7 @@
 import { basename } from "node:path";
 import { resolveGuardedPath } from "../guards/paths/resolve.ts";
 import type { ServerState } from "../state.ts";
+import { type EntryStat, entryStatOf } from "./pinned_dir.ts";
 
 /** One file or directory, as the file endpoints describe it. */
 export interface FileInfo {
@@ -30,13 +31,13 @@ export interface FileInfo {
   symlink_target: string | null;
 }
 
-function plain(path: string, st: Deno.FileInfo): FileInfo {
+function plain(path: string, st: EntryStat): FileInfo {
   return {
     name: basename(path) || "/",
     path,
-    type: st.isDirectory ? "directory" : "file",
+    type: st.kind === "directory" ? "directory" : "file",
     size: st.size,
-    mode: (st.mode ?? 0) & 0o7777,
+    mode: st.mode & 0o7777,
     modified: st.mtime?.toISOString() ?? null,
     symlink: false,
     symlink_target: null,
@@ -44,29 +45,27 @@ function plain(path: string, st: Deno.FileInfo): FileInfo {
 }
 
 /**
- * Describe a path from its `lstat`. For a link, the target is described only when the path
- * guard would let a read through it, so a link never reveals what lies outside.
+ * Describe a path from what `lstat` (or `statx`) said of it. For a link, the target is
+ * described only when the path guard would let a read through it, so a link never reveals what
+ * lies outside.
  *
  * @example
  * ```ts ignore
- * const info = await describePath(state, "/workspace/a.txt", "/workspace/a.txt", await Deno.lstat(p));
+ * const info = await describePath(state, "/workspace/a.txt", entry.stat, entry.linkTarget);
  * ```
  */
 export async function describePath(
   state: ServerState,
   shown: string,
-  real: string,
-  lstat: Deno.FileInfo,
+  lstat: EntryStat,
+  linkTarget: string | null,
 ): Promise<FileInfo> {
-  if (!lstat.isSymlink) return plain(shown, lstat);
-  let target: string | null = null;
-  try {
-    target = await Deno.readLink(real);
-  } catch { /* vanished */ }
-  let followed: Deno.FileInfo | null = null;
+  if (lstat.kind !== "symlink") return plain(shown, lstat);
+  const target = linkTarget;
+  let followed: EntryStat | null = null;
   try {
     const g = await resolveGuardedPath(state, shown, "read");
-    if (g.exists) followed = await Deno.stat(g.path);
+    if (g.exists && g.stat) followed = entryStatOf(g.stat);
   } catch { /* refused or dangling: described as the link alone */ }
   const info = plain(shown, followed ?? lstat);
   if (!followed) info.type = "file";
@@ -76,13 +75,13 @@ export async function describePath(
 }
 
 /**
- * Describe a path whose `lstat` is known not to be a link, without touching the disk.
+ * Describe a path that is known not to be a link from its stat, without touching the disk.
  *
  * @example
  * ```ts ignore
  * const info = describeStat("/workspace/a.txt", await file.stat());
  * ```
  */
-export function describeStat(shown: string, st: Deno.FileInfo): FileInfo {
+export function describeStat(shown: string, st: EntryStat): FileInfo {
   return plain(shown, st);
 }

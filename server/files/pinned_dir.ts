@@ -1,103 +1,102 @@
 /**
- * A directory held open by descriptor, so that creating, renaming and unlinking inside it cannot
- * be redirected by a link swapped into its path after the guard looked. Deno's file API works by
- * path only, so this goes through libc (`Deno.dlopen`): the directory is opened with
+ * A directory held open by descriptor, so that what happens inside it cannot be redirected by
+ * a link swapped into its path after the guard looked. Deno's file API works by path only, so
+ * this goes through libc (`./libc.ts`): the directory is opened with
  * `openat2(RESOLVE_NO_SYMLINKS)` (the kernel refuses with `ELOOP` if any component is a link at
  * that moment), and everything after is relative to that descriptor (`openat`, `renameat`,
- * `linkat`, `unlinkat`), so it all happens in that very directory.
+ * `linkat`, `unlinkat`, `statx`, reading the directory, opening a child directory with
+ * `O_NOFOLLOW`), so it all happens in that very directory.
  *
  * Where this is not available (not Linux, a kernel before 5.6, no FFI permission) `open`
  * returns null and callers fall back to path-based calls with identity checks.
  *
- * Synchronous calls run on the JavaScript thread so `errno` read right after them is theirs;
- * only `fdatasync`, which can take seconds on a large file, runs on the FFI pool.
- *
  * @module
  */
 
-const SYMBOLS = {
-  syscall: { parameters: ["i64", "i64", "buffer", "buffer", "usize"], result: "i64" },
-  openat: { parameters: ["i32", "buffer", "i32", "u32"], result: "i32" },
-  write: { parameters: ["i32", "buffer", "usize"], result: "isize" },
-  fdatasync: { parameters: ["i32"], result: "i32", nonblocking: true },
-  fchmod: { parameters: ["i32", "u32"], result: "i32" },
-  close: { parameters: ["i32"], result: "i32" },
-  renameat: { parameters: ["i32", "buffer", "i32", "buffer"], result: "i32" },
-  linkat: { parameters: ["i32", "buffer", "i32", "buffer", "i32"], result: "i32" },
-  unlinkat: { parameters: ["i32", "buffer", "i32"], result: "i32" },
-  __errno_location: { parameters: [], result: "pointer" },
-} as const;
+import {
+  C,
+  cString,
+  errno,
+  errnoName,
+  type Libc,
+  LibcCallError,
+  loadLibc,
+  SYS_OPENAT2,
+} from "./libc.ts";
 
-/** `openat2` has the same number on x86_64 and aarch64 (the generic table). */
-const SYS_OPENAT2 = 437n;
-const AT_FDCWD = -100;
-const AT_REMOVEDIR = 0x200;
-const O_WRONLY = 0o1;
-const O_CREAT = 0o100;
-const O_EXCL = 0o200;
-const O_NOFOLLOW = 0o400000;
-const O_CLOEXEC = 0o2000000;
-const O_DIRECTORY = 0o200000;
-const O_PATH = 0o10000000;
-const RESOLVE_NO_MAGICLINKS = 0x02;
-const RESOLVE_NO_SYMLINKS = 0x04;
+export { LibcCallError } from "./libc.ts";
 
-const ERRNO_NAMES: Record<number, string> = {
-  1: "EPERM",
-  2: "ENOENT",
-  5: "EIO",
-  13: "EACCES",
-  17: "EEXIST",
-  18: "EXDEV",
-  20: "ENOTDIR",
-  21: "EISDIR",
-  22: "EINVAL",
-  28: "ENOSPC",
-  30: "EROFS",
-  36: "ENAMETOOLONG",
-  38: "ENOSYS",
-  39: "ENOTEMPTY",
-  40: "ELOOP",
-  122: "EDQUOT",
-};
-
-type Libc = Deno.DynamicLibrary<typeof SYMBOLS>["symbols"];
-let libc: Libc | null | undefined;
-
-function load(): Libc | null {
-  if (libc !== undefined) return libc;
-  try {
-    libc = Deno.build.os === "linux" ? Deno.dlopen("libc.so.6", SYMBOLS).symbols : null;
-  } catch {
-    libc = null; // No FFI permission, or no glibc.
-  }
-  return libc;
+/** What `statx` says of one entry (never following a final link). */
+export interface EntryStat {
+  /** Device, as `st_dev` (comparable with `Deno.FileInfo.dev`). */
+  dev: number;
+  /** Inode. */
+  ino: number;
+  /** Full mode, type bits included. */
+  mode: number;
+  /** Bytes. */
+  size: number;
+  /** Last modification. */
+  mtime: Date | null;
+  /** What the entry itself is. */
+  kind: "file" | "directory" | "symlink" | "other";
 }
 
-function cString(s: string): Uint8Array<ArrayBuffer> {
-  const bytes = new TextEncoder().encode(s);
-  const out = new Uint8Array(bytes.length + 1);
-  out.set(bytes);
-  return out;
+/**
+ * An {@linkcode EntryStat} from a `Deno.FileInfo` (from `lstat`), for the path-based fallback.
+ *
+ * @example
+ * ```ts ignore
+ * const st = entryStatOf(await Deno.lstat(path));
+ * ```
+ */
+export function entryStatOf(info: Deno.FileInfo): EntryStat {
+  return {
+    dev: info.dev,
+    ino: info.ino ?? 0,
+    mode: info.mode ?? 0,
+    size: info.size,
+    mtime: info.mtime,
+    kind: info.isSymlink
+      ? "symlink"
+      : info.isDirectory
+      ? "directory"
+      : info.isFile
+      ? "file"
+      : "other",
+  };
 }
 
-/** A libc failure, with `code` set to the errno's name (`ELOOP`, `EEXIST`…). */
-export class PinnedDirectoryError extends Error {
-  /** The errno name. */
-  readonly code: string;
-
-  /** An error for `call`, reading `errno` now unless given. */
-  constructor(call: string, errno?: number) {
-    const n = errno ?? currentErrno();
-    const code = ERRNO_NAMES[n] ?? `errno ${n}`;
-    super(`${call} failed: ${code}`);
-    this.code = code;
-  }
+/** glibc's `makedev`, so `statx`'s major and minor compare with `st_dev`. */
+function makedev(major: number, minor: number): number {
+  const ma = BigInt(major);
+  const mi = BigInt(minor);
+  return Number(
+    ((ma & 0xfffff000n) << 32n) | ((ma & 0xfffn) << 8n) | ((mi & 0xffffff00n) << 12n) |
+      (mi & 0xffn),
+  );
 }
 
-function currentErrno(): number {
-  const p = load()?.__errno_location();
-  return p ? new Deno.UnsafePointerView(p).getInt32() : 0;
+function parseStatx(buf: Uint8Array<ArrayBuffer>): EntryStat {
+  const v = new DataView(buf.buffer);
+  const mode = v.getUint16(28, true);
+  const type = mode & 0o170000;
+  const sec = Number(v.getBigInt64(112, true));
+  const nsec = v.getUint32(120, true);
+  return {
+    dev: makedev(v.getUint32(136, true), v.getUint32(140, true)),
+    ino: Number(v.getBigUint64(32, true)),
+    mode,
+    size: Number(v.getBigUint64(40, true)),
+    mtime: new Date(sec * 1000 + Math.floor(nsec / 1e6)),
+    kind: type === 0o100000
+      ? "file"
+      : type === 0o040000
+      ? "directory"
+      : type === 0o120000
+      ? "symlink"
+      : "other",
+  };
 }
 
 /**
@@ -127,32 +126,120 @@ export class PinnedDirectory {
 
   /**
    * Open `path` (absolute). With `noSymlinks`, any link in any component is refused by the
-   * kernel (`PinnedDirectoryError` with code `ELOOP`). Null when pinning is not available here.
+   * kernel (`LibcCallError` with code `ELOOP`). Null when pinning is not available here.
    */
   static open(path: string, noSymlinks: boolean): PinnedDirectory | null {
-    const lib = load();
+    const lib = loadLibc();
     if (!lib) return null;
     const how = new BigUint64Array([
-      BigInt(O_PATH | O_DIRECTORY | O_CLOEXEC),
+      BigInt(C.O_PATH | C.O_DIRECTORY | C.O_CLOEXEC),
       0n,
-      BigInt(noSymlinks ? RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS : 0),
+      BigInt(noSymlinks ? C.RESOLVE_NO_SYMLINKS | C.RESOLVE_NO_MAGICLINKS : 0),
     ]);
     const fd = Number(
-      lib.syscall(SYS_OPENAT2, BigInt(AT_FDCWD), cString(path), new Uint8Array(how.buffer), 24n),
+      lib.syscall(SYS_OPENAT2, BigInt(C.AT_FDCWD), cString(path), new Uint8Array(how.buffer), 24n),
     );
     if (fd < 0) {
-      const errno = currentErrno();
-      if (ERRNO_NAMES[errno] === "ENOSYS" || ERRNO_NAMES[errno] === "EPERM") return null;
-      throw new PinnedDirectoryError(`openat2(${path})`, errno);
+      const n = errno();
+      if (errnoName(n) === "ENOSYS" || errnoName(n) === "EPERM") return null;
+      throw new LibcCallError(`openat2(${path})`, n);
     }
     return new PinnedDirectory(lib, fd);
   }
 
+  /**
+   * `statx` of a path whose every component must not be a link (a final link is described, not
+   * followed), taken in one kernel lookup. Null when not available here; `LibcCallError` with
+   * `ELOOP` when a link is in the way, `ENOENT` when it is gone.
+   */
+  static statWithoutLinks(path: string): EntryStat | null {
+    const lib = loadLibc();
+    if (!lib) return null;
+    const how = new BigUint64Array([
+      BigInt(C.O_PATH | C.O_NOFOLLOW | C.O_CLOEXEC),
+      0n,
+      BigInt(C.RESOLVE_NO_SYMLINKS | C.RESOLVE_NO_MAGICLINKS),
+    ]);
+    const fd = Number(
+      lib.syscall(SYS_OPENAT2, BigInt(C.AT_FDCWD), cString(path), new Uint8Array(how.buffer), 24n),
+    );
+    if (fd < 0) {
+      const n = errno();
+      if (errnoName(n) === "ENOSYS" || errnoName(n) === "EPERM") return null;
+      throw new LibcCallError(`openat2(${path})`, n);
+    }
+    try {
+      return new PinnedDirectory(lib, fd).stat();
+    } finally {
+      lib.close(fd);
+    }
+  }
+
+  /** A subdirectory, opened without following a link (`ELOOP` or `ENOTDIR` if it is one). */
+  child(name: string): PinnedDirectory {
+    const flags = C.O_PATH | C.O_DIRECTORY | C.O_NOFOLLOW | C.O_CLOEXEC;
+    const fd = this.#libc.openat(this.#fd, cString(name), flags, 0);
+    if (fd < 0) throw new LibcCallError(`openat(${name})`);
+    return new PinnedDirectory(this.#libc, fd);
+  }
+
+  /** The names in this directory (without `.` and `..`), unsorted. */
+  names(): string[] {
+    const fd = this.#libc.openat(
+      this.#fd,
+      cString("."),
+      C.O_RDONLY | C.O_DIRECTORY | C.O_CLOEXEC,
+      0,
+    );
+    if (fd < 0) throw new LibcCallError("openat(.)");
+    const dir = this.#libc.fdopendir(fd);
+    if (dir === null) {
+      const n = errno();
+      this.#libc.close(fd);
+      throw new LibcCallError("fdopendir", n);
+    }
+    const out: string[] = [];
+    const decoder = new TextDecoder();
+    try {
+      while (true) {
+        const entry = this.#libc.readdir64(dir);
+        if (entry === null) break;
+        const view = new Deno.UnsafePointerView(entry);
+        const reclen = view.getUint16(16);
+        const raw = new Uint8Array(view.getArrayBuffer(reclen - 19, 19));
+        const end = raw.indexOf(0);
+        const name = decoder.decode(end === -1 ? raw : raw.subarray(0, end));
+        if (name !== "." && name !== "..") out.push(name);
+      }
+    } finally {
+      this.#libc.closedir(dir); // closes fd too
+    }
+    return out;
+  }
+
+  /** `statx` of an entry, not following a final link; `""` for this directory itself. */
+  stat(name = ""): EntryStat {
+    const buf = new Uint8Array(256);
+    const flags = C.AT_SYMLINK_NOFOLLOW | (name === "" ? C.AT_EMPTY_PATH : 0);
+    if (this.#libc.statx(this.#fd, cString(name), flags, C.STATX_BASIC_STATS, buf) !== 0) {
+      throw new LibcCallError(`statx(${name})`);
+    }
+    return parseStatx(buf);
+  }
+
+  /** The text of a link in this directory. */
+  readLink(name: string): string {
+    const buf = new Uint8Array(4096);
+    const n = Number(this.#libc.readlinkat(this.#fd, cString(name), buf, BigInt(buf.length)));
+    if (n < 0) throw new LibcCallError(`readlinkat(${name})`);
+    return new TextDecoder().decode(buf.subarray(0, n));
+  }
+
   /** Create `name` with `O_EXCL | O_NOFOLLOW` for writing; returns its descriptor. */
   createExclusive(name: string, mode: number): number {
-    const flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+    const flags = C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW | C.O_CLOEXEC;
     const fd = this.#libc.openat(this.#fd, cString(name), flags, mode);
-    if (fd < 0) throw new PinnedDirectoryError(`openat(${name})`);
+    if (fd < 0) throw new LibcCallError(`openat(${name})`);
     return fd;
   }
 
@@ -162,9 +249,9 @@ export class PinnedDirectory {
     while (off < chunk.byteLength) {
       const n = Number(this.#libc.write(fd, chunk.subarray(off), BigInt(chunk.byteLength - off)));
       if (n < 0) {
-        const errno = currentErrno();
-        if (errno === 4) continue; // EINTR
-        throw new PinnedDirectoryError("write", errno);
+        const e = errno();
+        if (errnoName(e) === "EINTR") continue;
+        throw new LibcCallError("write", e);
       }
       off += n;
     }
@@ -172,12 +259,12 @@ export class PinnedDirectory {
 
   /** Set a descriptor's permission bits. */
   chmod(fd: number, mode: number): void {
-    if (this.#libc.fchmod(fd, mode) !== 0) throw new PinnedDirectoryError("fchmod");
+    if (this.#libc.fchmod(fd, mode) !== 0) throw new LibcCallError("fchmod");
   }
 
   /** `fdatasync`, off the JavaScript thread. */
   async sync(fd: number): Promise<void> {
-    if ((await this.#libc.fdatasync(fd)) !== 0) throw new PinnedDirectoryError("fdatasync", 5);
+    if ((await this.#libc.fdatasync(fd)) !== 0) throw new LibcCallError("fdatasync", 5);
   }
 
   /** Close a file descriptor. */
@@ -188,21 +275,29 @@ export class PinnedDirectory {
   /** `renameat` from this directory to `into` (default this one); replaces `to`. */
   rename(from: string, to: string, into: PinnedDirectory = this): void {
     if (this.#libc.renameat(this.#fd, cString(from), into.#fd, cString(to)) !== 0) {
-      throw new PinnedDirectoryError(`renameat(${to})`);
+      throw new LibcCallError(`renameat(${to})`);
     }
   }
 
   /** `linkat` from this directory to `into` (default this one): `EEXIST` rather than replace. */
   link(from: string, to: string, into: PinnedDirectory = this): void {
     if (this.#libc.linkat(this.#fd, cString(from), into.#fd, cString(to), 0) !== 0) {
-      throw new PinnedDirectoryError(`linkat(${to})`);
+      throw new LibcCallError(`linkat(${to})`);
     }
   }
 
   /** `unlinkat` of a file or a link (or, with `directory`, an empty directory) in here. */
   unlink(name: string, directory = false): void {
-    if (this.#libc.unlinkat(this.#fd, cString(name), directory ? AT_REMOVEDIR : 0) !== 0) {
-      throw new PinnedDirectoryError(`unlinkat(${name})`);
+    const flags = directory ? C.AT_REMOVEDIR : 0;
+    if (this.#libc.unlinkat(this.#fd, cString(name), flags) !== 0) {
+      throw new LibcCallError(`unlinkat(${name})`);
+    }
+  }
+
+  /** `mkdirat`: a new directory in here (`EEXIST` if the name is taken). */
+  mkdir(name: string, mode = 0o777): void {
+    if (this.#libc.mkdirat(this.#fd, cString(name), mode) !== 0) {
+      throw new LibcCallError(`mkdirat(${name})`);
     }
   }
 

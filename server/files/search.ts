@@ -6,7 +6,8 @@
  * @module
  */
 
-import { join } from "node:path";
+import { basename, join } from "node:path";
+import { openWalked, type WalkEntry, walkTree } from "./tree_walk.ts";
 
 /** What to look for, and the bounds. */
 export interface SearchQuery {
@@ -103,13 +104,32 @@ function isBinary(bytes: Uint8Array): boolean {
   return bytes.subarray(0, 8192).includes(0);
 }
 
+/** At most `max + 1` bytes of a file, so an oversized one is noticed without reading it all. */
+async function readUpTo(file: Deno.FsFile, max: number): Promise<Uint8Array | null> {
+  const buf = new Uint8Array(Math.min(max + 1, 1024 * 1024));
+  let out = buf;
+  let n = 0;
+  while (true) {
+    if (n === out.length) {
+      if (out.length > max) return null;
+      const bigger = new Uint8Array(Math.min(out.length * 2, max + 1));
+      bigger.set(out);
+      out = bigger;
+    }
+    const got = await file.read(out.subarray(n));
+    if (got === null) return out.subarray(0, n);
+    n += got;
+    if (n > max) return null;
+  }
+}
+
 /**
  * Search below `real` (shown to the client as `shown`). `hide` leaves out an entry (and, for a
  * directory, everything below it).
  *
  * @example
  * ```ts ignore
- * const r = await searchTree("/workspace", "/workspace", query, () => false);
+ * const r = await searchTree("/workspace", "/workspace", query, () => false, true);
  * ```
  */
 export async function searchTree(
@@ -117,6 +137,8 @@ export async function searchTree(
   shown: string,
   query: SearchQuery,
   hide: (shown: string, real: string) => boolean,
+  noSymlinks: boolean,
+  expect?: Deno.FileInfo | null,
 ): Promise<SearchResult> {
   const deadline = Date.now() + query.timeoutMs;
   const result: SearchResult = {
@@ -142,14 +164,19 @@ export async function searchTree(
   };
   const decoder = new TextDecoder();
 
-  async function scan(file: string, match: Omit<SearchMatch, "line" | "column" | "text">) {
+  async function scan(entry: WalkEntry, match: SearchMatch) {
     if (match.size > query.maxFileBytes) return;
-    let bytes: Uint8Array;
+    const file = await openWalked(entry);
+    if (!file) return;
+    let bytes: Uint8Array | null;
     try {
-      bytes = await Deno.readFile(file);
+      bytes = await readUpTo(file, query.maxFileBytes);
     } catch {
       return;
+    } finally {
+      file.close();
     }
+    if (bytes === null) return;
     result.files_scanned++;
     if (isBinary(bytes)) return;
     const lines = decoder.decode(bytes).split("\n");
@@ -165,47 +192,28 @@ export async function searchTree(
     }
   }
 
-  async function walk(dirReal: string, dirShown: string, rel: string, depth: number) {
-    const names: string[] = [];
-    try {
-      for await (const e of Deno.readDir(dirReal)) names.push(e.name);
-    } catch {
-      return;
-    }
-    names.sort();
-    for (const name of names) {
-      if (stop()) return;
-      if (!query.includeHidden && name.startsWith(".")) continue;
-      const childReal = join(dirReal, name);
-      const childShown = join(dirShown, name);
-      if (hide(childShown, childReal)) continue;
-      let st: Deno.FileInfo;
-      try {
-        st = await Deno.lstat(childReal);
-      } catch {
-        continue;
-      }
-      const childRel = rel === "" ? name : `${rel}/${name}`;
-      const isDirectory = st.isDirectory;
-      const named = nameRe === undefined || nameRe.test(byPath ? childRel : name);
-      const match = {
-        path: childShown,
-        name,
-        type: isDirectory ? "directory" as const : "file" as const,
-        size: st.size,
-      };
-      if (named && query.content === undefined) {
-        result.matches.push(match);
-      } else if (named && st.isFile) {
-        await scan(childReal, match);
-      }
-      if (isDirectory && depth < query.maxDepth) {
-        await walk(childReal, childShown, childRel, depth + 1);
-      }
-    }
+  const walk = walkTree(real, {
+    expect,
+    maxDepth: query.maxDepth,
+    noSymlinks,
+    include: (e) =>
+      (query.includeHidden || !basename(e.rel).startsWith(".")) &&
+      !hide(join(shown, e.rel), e.path),
+  });
+  for await (const entry of walk) {
+    if (stop()) break;
+    const name = basename(entry.rel);
+    const named = nameRe === undefined || nameRe.test(byPath ? entry.rel : name);
+    if (!named) continue;
+    const match: SearchMatch = {
+      path: join(shown, entry.rel),
+      name,
+      type: entry.stat.kind === "directory" ? "directory" : "file",
+      size: entry.stat.size,
+    };
+    if (query.content === undefined) result.matches.push(match);
+    else if (entry.stat.kind === "file") await scan(entry, match);
   }
-
-  await walk(real, shown, "", 1);
   if (result.matches.length > query.maxResults) result.matches.length = query.maxResults;
   return result;
 }

@@ -7,17 +7,7 @@
  * @module
  */
 
-import { join } from "node:path";
-
-/** One thing to put in the archive, as found by {@linkcode walkForTar}. */
-export interface TarEntry {
-  /** The name inside the archive (`dir/sub/file`), with `/` separators. */
-  name: string;
-  /** Where it is on disk. */
-  path: string;
-  /** Its `lstat`. */
-  stat: Deno.FileInfo;
-}
+import { openWalked, type WalkEntry } from "./tree_walk.ts";
 
 const BLOCK = 512;
 const CHUNK = 64 * 1024;
@@ -74,8 +64,8 @@ function padding(size: number): Uint8Array {
 /** The header block(s) of one entry: a pax header first when ustar cannot hold it. */
 function headersFor(entry: TarEntry, linkname: string | undefined): Uint8Array[] {
   const st = entry.stat;
-  const type = st.isDirectory ? "5" : st.isSymlink ? "2" : "0";
-  const name = st.isDirectory ? `${entry.name}/` : entry.name;
+  const type = st.kind === "directory" ? "5" : st.kind === "symlink" ? "2" : "0";
+  const name = st.kind === "directory" ? `${entry.name}/` : entry.name;
   const size = type === "0" ? st.size : 0;
   const mtime = (st.mtime?.getTime() ?? 0) / 1000;
   const pax: Uint8Array[] = [];
@@ -104,7 +94,7 @@ function headersFor(entry: TarEntry, linkname: string | undefined): Uint8Array[]
     : linkname.slice(0, 100);
   out.push(
     header(shortName, {
-      mode: st.mode ?? (st.isDirectory ? 0o755 : 0o644),
+      mode: st.mode,
       size: size > 0o77777777777 ? 0 : size,
       mtime,
       type,
@@ -114,13 +104,14 @@ function headersFor(entry: TarEntry, linkname: string | undefined): Uint8Array[]
   return out;
 }
 
-/** The bytes of a file, exactly `size` of them: cut if it grew, zero-filled if it shrank. */
-async function* fileBytes(path: string, size: number): AsyncGenerator<Uint8Array> {
-  let file: Deno.FsFile;
-  try {
-    file = await Deno.open(path, { read: true });
-  } catch {
-    yield new Uint8Array(size); // Vanished after its header was planned: keep the archive valid.
+/**
+ * The bytes of a walked file, exactly `size` of them: cut if it grew, zero-filled if it shrank
+ * or if the path no longer leads to the file walked (a swapped link is never followed).
+ */
+async function* fileBytes(entry: WalkEntry, size: number): AsyncGenerator<Uint8Array> {
+  const file = await openWalked(entry);
+  if (!file) {
+    yield new Uint8Array(size); // Keep the archive valid; the header is already out.
     return;
   }
   try {
@@ -140,39 +131,10 @@ async function* fileBytes(path: string, size: number): AsyncGenerator<Uint8Array
   }
 }
 
-/**
- * The entries below a directory, depth first in name order, without following links.
- * `include` decides per entry (a refused directory is not descended).
- *
- * @example
- * ```ts ignore
- * for await (const e of walkForTar("/workspace/src", "src", () => true)) console.log(e.name);
- * ```
- */
-export async function* walkForTar(
-  path: string,
-  name: string,
-  include: (path: string, name: string) => boolean,
-): AsyncGenerator<TarEntry> {
-  let stat: Deno.FileInfo;
-  try {
-    stat = await Deno.lstat(path);
-  } catch {
-    return; // Vanished while we walked.
-  }
-  if (!include(path, name)) return;
-  yield { name, path, stat };
-  if (!stat.isDirectory) return;
-  const children: string[] = [];
-  try {
-    for await (const e of Deno.readDir(path)) children.push(e.name);
-  } catch {
-    return;
-  }
-  children.sort();
-  for (const child of children) {
-    yield* walkForTar(join(path, child), `${name}/${child}`, include);
-  }
+/** One entry of the archive: a walked entry and its name inside the archive. */
+export interface TarEntry extends WalkEntry {
+  /** The name inside the archive (`dir/sub/file`). */
+  name: string;
 }
 
 /**
@@ -180,24 +142,17 @@ export async function* walkForTar(
  *
  * @example
  * ```ts ignore
- * const tar = ReadableStream.from(tarBytes(walkForTar(dir, "dir", () => true)));
+ * const tar = ReadableStream.from(tarBytes(entries));
  * ```
  */
 export async function* tarBytes(entries: AsyncIterable<TarEntry>): AsyncGenerator<Uint8Array> {
   for await (const entry of entries) {
     const st = entry.stat;
-    if (!st.isFile && !st.isDirectory && !st.isSymlink) continue; // sockets, FIFOs, devices
-    let linkname: string | undefined;
-    if (st.isSymlink) {
-      try {
-        linkname = await Deno.readLink(entry.path);
-      } catch {
-        continue;
-      }
-    }
-    for (const block of headersFor(entry, linkname)) yield block;
-    if (st.isFile && st.size > 0) {
-      yield* fileBytes(entry.path, st.size);
+    if (st.kind === "other") continue; // sockets, FIFOs, devices
+    if (st.kind === "symlink" && entry.linkTarget === null) continue;
+    for (const block of headersFor(entry, entry.linkTarget ?? undefined)) yield block;
+    if (st.kind === "file" && st.size > 0) {
+      yield* fileBytes(entry, st.size);
       yield padding(st.size);
     }
   }
@@ -209,7 +164,7 @@ export async function* tarBytes(entries: AsyncIterable<TarEntry>): AsyncGenerato
  *
  * @example
  * ```ts ignore
- * return new Response(tarGzStream(walkForTar(dir, "dir", () => true)));
+ * return new Response(tarGzStream(entries));
  * ```
  */
 export function tarGzStream(entries: AsyncIterable<TarEntry>): ReadableStream<Uint8Array> {

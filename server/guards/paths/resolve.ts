@@ -25,6 +25,7 @@
 import { join } from "node:path";
 import { ApiError } from "../../errors.ts";
 import type { ServerState } from "../../state.ts";
+import { type EntryStat, PinnedDirectory } from "../../files/pinned_dir.ts";
 import { decidePath, isWithin, type PathOperation } from "./index.ts";
 
 export type { PathOperation } from "./index.ts";
@@ -118,6 +119,33 @@ function onTheWay(trees: readonly Tree[], path: string): boolean {
 }
 
 /**
+ * The walk above looks at one component at a time, so a directory swapped for a link in the
+ * middle of it could make the final `lstat` describe a file elsewhere. One kernel lookup that
+ * refuses every link settles it: the same file must be there by a link-free path.
+ */
+function verifyWithoutLinks(
+  path: string,
+  seen: Deno.FileInfo,
+  requested: string,
+  param: string,
+): void {
+  let now: EntryStat | null;
+  try {
+    now = PinnedDirectory.statWithoutLinks(path);
+  } catch (e) {
+    throw new ApiError("symlink_denied", `Path ${requested} changed while it was checked`, {
+      param,
+      cause: e,
+    });
+  }
+  if (now && (now.dev !== seen.dev || now.ino !== seen.ino)) {
+    throw new ApiError("symlink_denied", `Path ${requested} changed while it was checked`, {
+      param,
+    });
+  }
+}
+
+/**
  * The guard, with what it found on disk; {@linkcode guardPath} returns just the path.
  *
  * @example
@@ -203,7 +231,15 @@ export async function resolveGuardedPath(
         throw denied(param, `Path ${requested} contains a symbolic link (${next})`);
       }
       if (++hops > MAX_LINK_HOPS) throw denied(param, `Too many links in ${requested}`);
-      const target = await Deno.readLink(next);
+      let target: string;
+      try {
+        target = await Deno.readLink(next);
+      } catch (e) {
+        throw new ApiError("symlink_denied", `Path ${requested} changed while it was checked`, {
+          param,
+          cause: e,
+        });
+      }
       queue.unshift(...target.split("/"));
       if (target.startsWith("/")) cur = "/";
       followedLink = true;
@@ -240,6 +276,7 @@ export async function resolveGuardedPath(
     // Not even the allowed tree exists: there is nothing to act on, and nothing to escape to.
     throw new ApiError("not_found", `Directory ${anchor} does not exist`, { param });
   }
+  if (exists && curStat && mode !== "allow") verifyWithoutLinks(path, curStat, requested, param);
   let stat = exists ? curStat : null;
   if (mode === "allow" && stat?.isSymlink && followFinal) {
     // Links are followed under `allow`: describe what the kernel will open.

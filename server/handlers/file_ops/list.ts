@@ -10,6 +10,8 @@ import { ApiError } from "../../errors.ts";
 import { deniedBy } from "../../guards/paths/index.ts";
 import { resolveGuardedPath } from "../../guards/paths/resolve.ts";
 import { describePath, type FileInfo } from "../../files/info.ts";
+import { entryStatOf } from "../../files/pinned_dir.ts";
+import { walkTree } from "../../files/tree_walk.ts";
 import type { ServerEnv, ServerState } from "../../state.ts";
 import { queryInt } from "./params.ts";
 
@@ -21,32 +23,6 @@ export function isDeniedEntry(state: ServerState, shown: string, real: string): 
   const deny = state.policy.paths.deny;
   return deny.length > 0 &&
     (deniedBy(shown, deny) !== undefined || deniedBy(real, deny) !== undefined);
-}
-
-/** The entries of one directory, described; links are described, never descended. */
-async function entriesOf(
-  state: ServerState,
-  shownDir: string,
-  realDir: string,
-): Promise<{ info: FileInfo; real: string }[]> {
-  const names: string[] = [];
-  for await (const e of Deno.readDir(realDir)) names.push(e.name);
-  const out: { info: FileInfo; real: string }[] = [];
-  for (const name of names) {
-    const shown = join(shownDir, name);
-    const real = join(realDir, name);
-    if (isDeniedEntry(state, shown, real)) continue;
-    let st: Deno.FileInfo;
-    try {
-      // Synchronous on purpose: one lstat is microseconds, and a pool round trip per entry
-      // would make a 10,000-entry listing several times slower.
-      st = Deno.lstatSync(real);
-    } catch {
-      continue; // Vanished since readDir.
-    }
-    out.push({ info: await describePath(state, shown, real, st), real });
-  }
-  return out;
 }
 
 /**
@@ -68,23 +44,14 @@ export async function listDirectory(c: Context<ServerEnv>): Promise<Response> {
     throw new ApiError("invalid_arguments", `${g.requested} is not a directory`, { param: "path" });
   }
   const entries: FileInfo[] = [];
-  let level = [{ shown: g.requested, real: g.path }];
-  for (let d = 1; d <= depth && level.length > 0; d++) {
-    const next: { shown: string; real: string }[] = [];
-    for (const dir of level) {
-      let found: { info: FileInfo; real: string }[];
-      try {
-        found = await entriesOf(state, dir.shown, dir.real);
-      } catch (e) {
-        if (d === 1) throw e;
-        continue; // A subdirectory that vanished or cannot be read.
-      }
-      for (const { info, real } of found) {
-        entries.push(info);
-        if (info.type === "directory" && !info.symlink) next.push({ shown: info.path, real });
-      }
-    }
-    level = next;
+  const walk = walkTree(g.path, {
+    expect: g.stat,
+    maxDepth: depth,
+    noSymlinks: state.policy.paths.symlinks !== "allow",
+    include: (e) => !isDeniedEntry(state, join(g.requested, e.rel), e.path),
+  });
+  for await (const e of walk) {
+    entries.push(await describePath(state, join(g.requested, e.rel), e.stat, e.linkTarget));
   }
   entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return c.json({ path: g.requested, entries });
@@ -112,5 +79,6 @@ export async function statPath(c: Context<ServerEnv>): Promise<Response> {
   if (!g.exists) {
     throw new ApiError("not_found", `${g.requested} does not exist`, { param: "path" });
   }
-  return c.json(await describePath(state, g.requested, g.path, g.stat!));
+  const link = g.stat!.isSymlink ? await Deno.readLink(g.path).catch(() => null) : null;
+  return c.json(await describePath(state, g.requested, entryStatOf(g.stat!), link));
 }

@@ -9,6 +9,7 @@ import { dirname } from "node:path";
 import { z } from "zod";
 import { ApiError } from "../../errors.ts";
 import { resolveGuardedPath } from "../../guards/paths/resolve.ts";
+import { makeDirectories } from "../../files/entry_ops.ts";
 import type { ServerEnv } from "../../state.ts";
 import { jsonBody } from "./params.ts";
 
@@ -43,14 +44,13 @@ export async function makeDirectory(c: Context<ServerEnv>): Promise<Response> {
       param: "path",
     });
   }
-  try {
-    await Deno.mkdir(g.path, { recursive: body.parents });
-  } catch (e) {
-    if (e instanceof Deno.errors.AlreadyExists && body.exist_ok) {
-      const now = await resolveGuardedPath(state, body.path, "write");
-      if (now.stat?.isDirectory) return c.json({ path: g.requested, created: false });
-    }
-    throw e;
+  const created = await makeDirectories(
+    g.ancestor.path,
+    g.path,
+    state.policy.paths.symlinks !== "allow",
+  );
+  if (!created && !body.exist_ok) {
+    throw new ApiError("file_exists", `${g.requested} exists`, { param: "path" });
   }
-  return c.json({ path: g.requested, created: true });
+  return c.json({ path: g.requested, created });
 }

@@ -58,16 +58,23 @@ export async function search(c: Context<ServerEnv>): Promise<Response> {
   if (!g.stat!.isDirectory) {
     throw new ApiError("invalid_arguments", `${g.requested} is not a directory`, { param: "path" });
   }
-  const result = await searchTree(g.path, g.requested, {
-    pattern: body.pattern,
-    content: body.content,
-    regex: body.regex,
-    caseSensitive: body.case_sensitive,
-    maxResults: body.max_results,
-    maxDepth: body.max_depth,
-    timeoutMs: body.timeout_ms,
-    maxFileBytes: body.max_file_bytes,
-    includeHidden: body.include_hidden,
-  }, (shown, real) => isDeniedEntry(state, shown, real));
+  const result = await searchTree(
+    g.path,
+    g.requested,
+    {
+      pattern: body.pattern,
+      content: body.content,
+      regex: body.regex,
+      caseSensitive: body.case_sensitive,
+      maxResults: body.max_results,
+      maxDepth: body.max_depth,
+      timeoutMs: body.timeout_ms,
+      maxFileBytes: body.max_file_bytes,
+      includeHidden: body.include_hidden,
+    },
+    (shown, real) => isDeniedEntry(state, shown, real),
+    state.policy.paths.symlinks !== "allow",
+    g.stat,
+  );
   return c.json({ path: g.requested, ...result });
 }

@@ -11,6 +11,7 @@ import { ApiError } from "../../errors.ts";
 import { assertExtensionAllowed } from "../../guards/paths/extensions.ts";
 import { resolveGuardedPath } from "../../guards/paths/resolve.ts";
 import { writeAtomically } from "../../files/atomic_write.ts";
+import { makeDirectories } from "../../files/entry_ops.ts";
 import { describeStat, type FileInfo } from "../../files/info.ts";
 import { multipartBoundary, readMultipart } from "../../files/multipart.ts";
 import type { ServerEnv, ServerState } from "../../state.ts";
@@ -81,7 +82,7 @@ export async function saveFile(
     }
     const parent = dirname(g.path);
     if (g.ancestor.path !== parent) {
-      await Deno.mkdir(parent, { recursive: true });
+      await makeDirectories(g.ancestor.path, parent, state.policy.paths.symlinks !== "allow");
       // Whatever happened on disk meanwhile, the write goes where a fresh check says.
       g = await resolveGuardedPath(state, raw, "write");
       if (g.ancestor.path !== dirname(g.path)) {
