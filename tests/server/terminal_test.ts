@@ -533,7 +533,9 @@ Deno.test(`${CYCLES} create/delete cycles leave no process and no descriptor`, a
   await using server = await startTestServer();
   const pid = realServerPid(server.pid);
   const cycle = async (body: Record<string, unknown>): Promise<number> => {
-    const t = await create(server, body);
+    // HOME points at the test's root: an interactive bash killed while it runs this machine's
+    // ~/.bashrc could leave that file's side effects (lock files) behind.
+    const t = await create(server, { ...body, env: { HOME: server.root } });
     assert.equal((await remove(server, t.id)).status, "exited");
     return t.pid;
   };
