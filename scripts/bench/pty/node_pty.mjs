@@ -54,7 +54,8 @@ function echo(n) {
 }
 
 function throughput(bytes) {
-  const script = `read go; yes 0123456789012345678901234567890123456789012345678901234567890123456789 | head -c ${bytes}`;
+  const script =
+    `read go; yes 0123456789012345678901234567890123456789012345678901234567890123456789 | head -c ${bytes}`;
   const term = pty.spawn("/bin/sh", ["-c", script], { cols: 80, rows: 24, env });
   let got = 0;
   let started = 0;
