@@ -13,7 +13,8 @@
  * @module
  */
 
-import { dirname, resolve } from "node:path";
+import { dirname, isAbsolute, resolve } from "node:path";
+import { parseIp, parseUrlPattern } from "../guards/urls/index.ts";
 import type { CompiledPolicy } from "../policy/compile.ts";
 
 /** What the permission flags are computed from. */
@@ -42,6 +43,35 @@ function hostOf(pattern: string): string | undefined {
   return m?.[1];
 }
 
+/** True when a browser endpoint is on. */
+function browserEnabled(policy: CompiledPolicy): boolean {
+  return [...policy.endpoints.values()].some((e) => e.spec.group === "browser" && e.enabled);
+}
+
+/**
+ * The browser's guard proxies (`server/browser/socks_guard.ts`) listen on 127.0.0.1 and connect
+ * to the exact addresses they checked. Chromium itself is not Deno code; its DevTools channel
+ * is a pipe, so it needs no socket here.
+ */
+function browserNet(policy: CompiledPolicy): string[] {
+  return browserEnabled(policy) ? ["127.0.0.1"] : [];
+}
+
+/**
+ * The proxies connect by address (a name resolved once, so DNS rebinding cannot switch it), and
+ * Deno's `--allow-net` judges the address, not the name. So unless every `url_allow` pattern
+ * names an address literal, the browser may need any host: the URL guard, not Deno, then
+ * decides. (Empty `url_allow` means any public host.)
+ */
+function browserNeedsAnyHost(policy: CompiledPolicy): boolean {
+  if (!browserEnabled(policy)) return false;
+  if (policy.urlAllow.length === 0) return true;
+  return policy.urlAllow.some((p) => {
+    const host = parseUrlPattern(p).host;
+    return host.kind !== "exact" || !parseIp(host.host.replace(/^\[|\]$/g, ""));
+  });
+}
+
 /**
  * The `deno run` permission flags for the server process.
  *
@@ -64,6 +94,12 @@ export function permissionFlags(inputs: PermissionInputs): string[] {
     denoDir,
     ...SYSTEM_READ,
   ]);
+  // The process group finds programs the way execvp does before it spawns them (to answer
+  // process_invalid for a missing one, and to skip bash for plain commands); that needs a look
+  // into each PATH directory and at the Deno that runs run_code's JavaScript. Listing where
+  // programs live reveals nothing the shell cannot already see.
+  for (const dir of (Deno.env.get("PATH") ?? "").split(":")) if (isAbsolute(dir)) read.add(dir);
+  read.add(dirname(Deno.execPath()));
   if (inputs.commandsFile) read.add(dirname(resolve(inputs.commandsFile)));
   if (inputs.policyFile) read.add(resolve(inputs.policyFile));
   const write = new Set([...policy.paths.allow, inputs.stateDir]);
@@ -76,7 +112,9 @@ export function permissionFlags(inputs: PermissionInputs): string[] {
   const flags = [
     `--allow-read=${[...read].join(",")}`,
     `--allow-write=${[...write].join(",")}`,
-    `--allow-net=${[...net].join(",")}`,
+    browserNeedsAnyHost(policy)
+      ? "--allow-net"
+      : `--allow-net=${[...net, ...browserNet(policy)].join(",")}`,
     "--allow-env",
     "--allow-run",
     "--allow-sys",
