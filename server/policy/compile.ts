@@ -17,6 +17,7 @@
 import { createHash } from "node:crypto";
 import { isAbsolute, resolve } from "node:path";
 import { type EndpointLimits, ENDPOINTS, type EndpointSpec } from "../endpoints.ts";
+import { parseUrlPatterns } from "../guards/urls/index.ts";
 import type { PolicyEndpointSetting, PolicyFile } from "./schema.ts";
 import { type PresetName, presetSays } from "./presets.ts";
 
@@ -277,13 +278,19 @@ export function compilePolicy(file: PolicyFile, options: CompileOptions): Compil
     commandScopes: Object.fromEntries(
       Object.entries(file.commands ?? {}).map(([name, c]) => [name, c.scopes]),
     ),
-    urlAllow: file.url_allow ?? [],
-    urlDeny: file.url_deny ?? [],
+    // Parsed here only to refuse a bad pattern at start; the URL guard keeps its own parse.
+    urlAllow: checkedPatterns(file.url_allow ?? [], "url_allow"),
+    urlDeny: checkedPatterns(file.url_deny ?? [], "url_deny"),
     audit: file.audit ?? "deny",
     bodyBytes: file.limits?.body_bytes ?? 10 * 1024 * 1024,
     revision,
     warnings,
   };
+}
+
+function checkedPatterns(list: string[], key: string): string[] {
+  parseUrlPatterns(list, key);
+  return list;
 }
 
 function normalizeExtension(ext: string): string {
