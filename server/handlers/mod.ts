@@ -5,6 +5,7 @@
  * @module
  */
 
+import { browserHandlers } from "./browser/index.ts";
 import { commandsHandlers } from "./commands/index.ts";
 import { coreHandlers } from "./core/index.ts";
 import { devToolsHandlers } from "./dev_tools/index.ts";
@@ -23,4 +24,5 @@ export const HANDLERS: HandlerMap = {
   ...systemHandlers,
   ...devToolsHandlers,
   ...terminalHandlers,
+  ...browserHandlers,
 };

@@ -1,0 +1,145 @@
+/**
+ * Finding and launching Chromium: Debian's real binary, the flags that keep it off the network
+ * except where a page goes, a fresh profile inside the server's state directory, an environment
+ * with no credential in it, and the DevTools protocol over a pipe (so Chromium exits when the
+ * server does, even if the server is killed).
+ *
+ * @module
+ */
+
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import type { Browser } from "puppeteer-core";
+
+/**
+ * Where Chromium is looked for, in order. `/usr/bin/chromium` is Debian's wrapper script, which
+ * adds flags from `/etc/chromium.d`; the real binary beside it is preferred.
+ */
+export const CHROMIUM_CANDIDATES: readonly string[] = [
+  "/usr/lib/chromium/chromium",
+  "/usr/bin/chromium",
+  "/usr/bin/chromium-browser",
+  "/usr/bin/google-chrome",
+];
+
+/** The flags the issue asks for: headless, no sandbox of its own, no background traffic. */
+export const REQUIRED_FLAGS: readonly string[] = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--no-first-run",
+  "--disable-sync",
+];
+
+/** Flags added for a server: no crash uploads, no keyring, no throttled background pages. */
+const SERVER_FLAGS: readonly string[] = [
+  "--disable-breakpad",
+  "--disable-crash-reporter",
+  "--disable-default-apps",
+  "--disable-extensions",
+  "--disable-dev-shm-usage",
+  "--disable-renderer-backgrounding",
+  "--disable-background-timer-throttling",
+  "--disable-backgrounding-occluded-windows",
+  // Chromium's own traffic (autofill, translate, hints) would only ever reach the guard proxy.
+  "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication," +
+  "InterestFeedContentSuggestions,CertificateTransparencyComponentUpdater",
+  "--password-store=basic",
+  "--use-mock-keychain",
+  "--mute-audio",
+  "--hide-scrollbars",
+  // WebRTC may not send UDP around the proxy.
+  "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+  // Each context gets its own guard proxy; this one, for anything without, leads nowhere.
+  "--proxy-server=socks5://127.0.0.1:9",
+  "--proxy-bypass-list=<-loopback>",
+];
+
+/**
+ * The Chromium executable: `$SANDBAR_CHROMIUM`, else the first candidate that exists.
+ *
+ * @example
+ * ```ts ignore
+ * findChromium(); // "/usr/lib/chromium/chromium"
+ * ```
+ */
+export function findChromium(env: Readonly<Record<string, string | undefined>>): string | null {
+  const chosen = env.SANDBAR_CHROMIUM;
+  if (chosen) return existsSync(chosen) ? chosen : null;
+  return CHROMIUM_CANDIDATES.find((p) => existsSync(p)) ?? null;
+}
+
+/** The command-line flags for a profile directory. */
+export function chromiumFlags(profileDir: string): string[] {
+  return [...REQUIRED_FLAGS, ...SERVER_FLAGS, `--user-data-dir=${profileDir}`];
+}
+
+/**
+ * The environment Chromium gets: enough to run and find fonts, with its home and caches inside
+ * `dir`, and nothing else from the server's environment (no token can leak into it).
+ */
+export function chromiumEnv(dir: string): Record<string, string> {
+  const keep = ["PATH", "LANG", "LC_ALL", "TZ", "FONTCONFIG_PATH", "FONTCONFIG_FILE"];
+  const env: Record<string, string> = {};
+  for (const k of keep) {
+    const v = Deno.env.get(k);
+    if (v !== undefined) env[k] = v;
+  }
+  env.HOME = join(dir, "home");
+  env.XDG_CONFIG_HOME = join(dir, "home", ".config");
+  env.XDG_CACHE_HOME = join(dir, "home", ".cache");
+  env.XDG_DATA_HOME = join(dir, "home", ".local", "share");
+  env.TMPDIR = join(dir, "tmp");
+  return env;
+}
+
+/** A launched Chromium with the directory that holds its profile. */
+export interface LaunchedChromium {
+  /** The puppeteer handle. */
+  browser: Browser;
+  /** The process id of Chromium's browser process. */
+  pid: number | undefined;
+  /** The directory holding the profile, home and temp files; removed on close. */
+  dir: string;
+}
+
+/**
+ * Launch Chromium with a fresh directory under `stateDir`.
+ *
+ * @example
+ * ```ts ignore
+ * const { browser, dir } = await launchChromium("/tmp/sandbar-x", "/usr/lib/chromium/chromium");
+ * ```
+ */
+export async function launchChromium(
+  stateDir: string,
+  executablePath: string,
+): Promise<LaunchedChromium> {
+  const dir = await Deno.makeTempDir({ dir: stateDir, prefix: "chromium-" });
+  await Deno.mkdir(join(dir, "home"), { recursive: true });
+  await Deno.mkdir(join(dir, "tmp"), { recursive: true });
+  try {
+    // Loaded on first launch: a server with the browser group off never pays for puppeteer.
+    const { default: puppeteer } = await import("puppeteer-core");
+    const browser = await puppeteer.launch({
+      executablePath,
+      args: chromiumFlags(join(dir, "profile")),
+      ignoreDefaultArgs: true,
+      pipe: true,
+      env: chromiumEnv(dir),
+      defaultViewport: null,
+      // The server decides when Chromium stops; puppeteer's handlers would exit the process.
+      handleSIGINT: false,
+      handleSIGTERM: false,
+      handleSIGHUP: false,
+      timeout: 60_000,
+      protocolTimeout: 180_000,
+    });
+    return { browser, pid: browser.process()?.pid, dir };
+  } catch (e) {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+    throw e;
+  }
+}
