@@ -94,6 +94,17 @@ Deno.test("shell: result, exit code, stdin, timeout that kills the group", async
     await eventually("the grandchild died", () => dead(grandchild));
     await eventually("the group is empty", () => groupMembers(body.pid).length === 0);
   });
+  await t.step("a plain command (run without bash) is killed by its timeout too", async () => {
+    const res = await post(server, "/process/shell", { cmd: "sleep 300", timeout: 1 });
+    const body = await res.json();
+    assert.equal(body.timed_out, true);
+    await eventually("it died", () => dead(body.pid));
+    const env = await (await post(server, "/process/shell", { cmd: "printenv PWD" })).json();
+    assert.equal(env.stdout, `${await Deno.realPath(server.root)}\n`);
+    const missing = await (await post(server, "/process/shell", { cmd: "no-such-cmd-xyz" })).json();
+    assert.equal(missing.exit_code, 127);
+    assert.match(missing.stderr, /no-such-cmd-xyz: command not found/);
+  });
   await t.step("what the leader leaves in its group dies with it", async () => {
     const res = await post(server, "/process/shell", { cmd: "(sleep 300 &) ; echo started" });
     const body = await res.json();
