@@ -137,15 +137,24 @@ interface Route {
   requestLine: string;
 }
 
-const PREFIX = /^([A-Z]+) \/_port\/(\d{1,5})(\/\S*|\?\S*)? (HTTP\/1\.[01])$/;
+const REQUEST_LINE = /^([A-Z]+) (\S+) (HTTP\/1\.[01])$/;
+const PREFIX = /^\/_port\/(\d{1,5})(\/.*|\?.*)?$/;
 
 /** The port a request is for, or a refusal. */
 function route(head: Head, options: GatewayOptions): Route | GatewayRefusal {
-  const host = header(head, "host") ?? "";
+  const [, method, rawTarget, version] = REQUEST_LINE.exec(head.requestLine)!;
+  let target = rawTarget;
+  let host = header(head, "host") ?? "";
+  // Absolute form (`GET http://3000-<id>.localhost/ HTTP/1.1`), as sent to an HTTP proxy, for
+  // example by a Deno client made with `Deno.createHttpClient({ proxy })`.
+  const absolute = /^http:\/\/([^/?#]+)([^#]*)$/i.exec(target);
+  if (absolute) {
+    host = absolute[1];
+    target = absolute[2].startsWith("/") ? absolute[2] : `/${absolute[2]}`;
+  }
   const byHost = /^(\d{1,5})-([a-z0-9]+)\./i.exec(host);
-  const byPrefix = PREFIX.exec(head.requestLine);
+  const byPrefix = PREFIX.exec(target);
   let port = options.defaultPort;
-  let requestLine = head.requestLine;
   if (byHost) {
     if (byHost[2].toLowerCase() !== options.sandboxId) {
       return {
@@ -156,9 +165,9 @@ function route(head: Head, options: GatewayOptions): Route | GatewayRefusal {
     }
     port = Number(byHost[1]);
   } else if (byPrefix) {
-    port = Number(byPrefix[2]);
-    const rest = byPrefix[3] ?? "/";
-    requestLine = `${byPrefix[1]} ${rest.startsWith("?") ? `/${rest}` : rest} ${byPrefix[4]}`;
+    port = Number(byPrefix[1]);
+    const rest = byPrefix[2] ?? "/";
+    target = rest.startsWith("?") ? `/${rest}` : rest;
   } else {
     const named = header(head, "x-sandbar-port");
     if (named !== undefined) port = /^\d{1,5}$/.test(named) ? Number(named) : NaN;
@@ -166,7 +175,7 @@ function route(head: Head, options: GatewayOptions): Route | GatewayRefusal {
   if (!(port >= 1 && port <= 65535)) {
     return { status: 400, code: "invalid_request", message: "The port must be 1 to 65535" };
   }
-  return { port, requestLine };
+  return { port, requestLine: `${method} ${target} ${version}` };
 }
 
 function rewrite(head: Head, requestLine: string, secure: boolean, upgrade: boolean): Uint8Array {

@@ -183,7 +183,10 @@ export class LocalProvider implements SandboxProvider {
       })
       : undefined;
     const accessToken = newToken();
+    const policy = policyFor(request, isolation, isolation === "bwrap" ? "/home/user" : dir.root);
+    await Deno.mkdir(join(dir.run, "state"), { mode: 0o700 });
     const plan = launchPlan({
+      policy,
       isolation,
       sandboxDir: dir.path,
       rootDir: dir.root,
@@ -193,11 +196,7 @@ export class LocalProvider implements SandboxProvider {
       commandsFile,
     });
     plan.env[ACCESS_TOKEN_ENV] = accessToken;
-    await writeAtomic(
-      join(dir.run, "policy.json"),
-      JSON.stringify(policyFor(request, isolation, plan.home), null, 2),
-      0o600,
-    );
+    await writeAtomic(join(dir.run, "policy.json"), JSON.stringify(policy, null, 2), 0o600);
     const now = Date.now();
     const startTimeout = request.requestTimeout ?? DEFAULT_START_TIMEOUT;
     const state: LocalState = {

@@ -1,0 +1,227 @@
+/**
+ * The local provider against real sandboxes: bubblewrap isolation, state on disk shared with
+ * other processes, the lifetime enforced by the detached supervisor (also after the creating
+ * process has exited), pause and resume of the whole tree, the port gateway, and kill leaving
+ * nothing behind.
+ */
+
+import assert from "node:assert/strict";
+import {
+  LocalProvider,
+  ProviderFeatureNotSupportedError,
+  Sandbox,
+  SandboxNotFoundError,
+  ServerAPIError,
+  ValidationError,
+} from "../../sdk/mod.ts";
+import {
+  assertNothingLeft,
+  dropSandbarHome,
+  eventually,
+  processesMentioning,
+  runChild,
+  sandboxDirs,
+  useSandbarHome,
+} from "./sandbox_helpers.ts";
+
+const home = await useSandbarHome();
+
+Deno.test.afterAll(() => dropSandbarHome(home));
+
+Deno.test("create: an isolated sandbox with its state on disk, killed without a trace", async () => {
+  const sandbox = await Sandbox.create({ timeout: 120, metadata: { purpose: "test" } });
+  const dir = `${home}/sandboxes/${sandbox.id}`;
+  assert.equal(sandbox.status, "running");
+  assert.equal(sandbox.provider, "local");
+  assert.match(sandbox.id, /^[a-z0-9]{20}$/);
+  assert.equal((await Deno.stat(dir)).mode! & 0o777, 0o700);
+  assert.equal((await Deno.stat(`${dir}/state.json`)).mode! & 0o777, 0o600);
+  const state = JSON.parse(await Deno.readTextFile(`${dir}/state.json`));
+  assert.equal(state.serverToken.length >= 40, true);
+  assert.notEqual(state.serverToken, state.accessToken);
+
+  const r = await sandbox.commands.run(
+    "echo $(hostname) $(id -u) $HOME; ls /; cat /proc/1/cmdline | tr '\\0' ' '",
+  );
+  assert.equal(r.exitCode, 0, r.stderr);
+  const [first, ...rest] = r.stdout.trim().split("\n");
+  assert.equal(first.split(" ")[0], "sandbox");
+  assert.equal(first.split(" ")[2], "/home/user");
+  // Its own root: the host's home directories and /root contents are not there.
+  assert.ok(!rest.includes("boot") && !rest.includes("srv"), rest.join(" "));
+  // Its own PID namespace: PID 1 is bubblewrap, not the host's init.
+  assert.match(rest.at(-1)!, /bwrap/);
+  // Files written inside land in the sandbox's home on the host, nowhere else.
+  await sandbox.files.write("/home/user/marker.txt", "inside");
+  assert.equal(await Deno.readTextFile(`${dir}/root/marker.txt`), "inside");
+
+  await sandbox.kill();
+  assert.equal(sandbox.status, "stopped");
+  await assertNothingLeft(home, sandbox.id);
+  await sandbox.kill(); // again: nothing to do
+});
+
+Deno.test("the sandbox cannot reach the host's loopback", async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  const accepted = (async () => {
+    for await (const conn of listener) conn.close();
+  })();
+  await using sandbox = await Sandbox.create();
+  const r = await sandbox.commands.run(
+    `(echo > /dev/tcp/127.0.0.1/${port}) 2>/dev/null && echo reached || echo refused; ` +
+      "awk 'NR > 2 { print $1 }' /proc/net/dev",
+  );
+  assert.deepEqual(r.stdout.trim().split("\n"), ["refused", "lo:"]);
+  listener.close();
+  await accepted;
+});
+
+Deno.test("list, connect and kill work from another process", async () => {
+  const sandbox = await Sandbox.create({ metadata: { owner: "parent" } });
+  const listed = JSON.parse(
+    await runChild(`
+      const list = await sdk.Sandbox.list();
+      const other = await sdk.Sandbox.connect(${JSON.stringify(sandbox.id)});
+      const r = await other.commands.run("echo from-child");
+      console.log(JSON.stringify({ list, out: r.stdout }));
+    `),
+  );
+  const mine = listed.list.find((i: { sandboxId: string }) => i.sandboxId === sandbox.id);
+  assert.deepEqual(mine.metadata, { owner: "parent" });
+  assert.equal(mine.envdAccessToken, null); // list leaves tokens out
+  assert.equal(listed.out, "from-child\n");
+
+  const killed = await runChild(
+    `console.log(await sdk.Sandbox.killById(${JSON.stringify(sandbox.id)}));`,
+  );
+  assert.equal(killed, "true");
+  await assertNothingLeft(home, sandbox.id);
+  assert.equal(await sandbox.isRunning(), false);
+  await assert.rejects(() => sandbox.refreshInfo(), SandboxNotFoundError);
+  assert.equal(await Sandbox.killById(sandbox.id), false);
+  await assert.rejects(() => Sandbox.connect(sandbox.id), SandboxNotFoundError);
+});
+
+Deno.test("the lifetime ends the sandbox after the creating process has exited", async () => {
+  const id = await runChild(`
+    const sandbox = await sdk.Sandbox.create({ timeout: 3 });
+    console.log(sandbox.id);
+  `);
+  // The creator is gone; the sandbox lives on until its lifetime ends.
+  const alive = await Sandbox.connect(id);
+  assert.equal((await alive.commands.run("echo still here")).stdout, "still here\n");
+  assert.ok((await Sandbox.list()).some((i) => i.sandboxId === id));
+  assert.ok(await eventually(() => !sandboxDirs(home).includes(id), 20), "not gone in time");
+  await assertNothingLeft(home, id);
+  assert.ok(!(await Sandbox.list()).some((i) => i.sandboxId === id));
+});
+
+Deno.test("setTimeout shortens the lifetime, and bad lifetimes are refused", async () => {
+  const sandbox = await Sandbox.create({ timeout: 300 });
+  const before = sandbox.info.endAt!.getTime();
+  await assert.rejects(() => sandbox.setTimeout(0), ValidationError);
+  await assert.rejects(() => sandbox.setTimeout(86_401), ValidationError);
+  await sandbox.setTimeout(2);
+  assert.ok(sandbox.info.endAt!.getTime() < before);
+  assert.ok(await eventually(() => !sandboxDirs(home).includes(sandbox.id), 15));
+  await assertNothingLeft(home, sandbox.id);
+  await assert.rejects(() => Sandbox.create({ timeout: 0 }), ValidationError);
+  await assert.rejects(() => Sandbox.create({ timeout: 86_401 }), ValidationError);
+  await assert.rejects(() => Sandbox.create({ timeout: 1.5 }), ValidationError);
+});
+
+Deno.test("pause stops every process (a counter stops advancing) and resume continues", async () => {
+  await using sandbox = await Sandbox.create();
+  const counter = `${home}/sandboxes/${sandbox.id}/root/counter`;
+  await sandbox.commands.start(
+    "i=0; while true; do i=$((i+1)); echo $i > counter.tmp; mv counter.tmp counter; sleep 0.02; done",
+    { timeout: 0 },
+  );
+  const read = async () => Number(await Deno.readTextFile(counter).catch(() => "0"));
+  assert.ok(await eventually(async () => (await read()) > 3));
+  await sandbox.pause();
+  assert.equal(sandbox.status, "paused");
+  const paused = await read();
+  await new Promise((r) => setTimeout(r, 600));
+  assert.equal(await read(), paused, "the counter advanced while paused");
+  // While paused the gateway answers at once instead of hanging.
+  await assert.rejects(() => sandbox.commands.run("true"), (e) => {
+    assert.ok(e instanceof ServerAPIError);
+    assert.match((e as Error).message, /paused/);
+    return true;
+  });
+  await sandbox.resume();
+  assert.equal(sandbox.status, "running");
+  assert.ok(await eventually(async () => (await read()) > paused + 3), "no progress after resume");
+});
+
+Deno.test("ports: reachable through the gateway, with the access token in secure mode", async () => {
+  await using sandbox = await Sandbox.create();
+  const web = await sandbox.commands.start("python3 -m http.server 8080 --bind 127.0.0.1", {
+    timeout: 0,
+    cwd: "/home/user",
+  });
+  await sandbox.files.write("/home/user/index.html", "<h1>hi</h1>");
+  const gateway = new URL(sandbox.url);
+  const client = Deno.createHttpClient({
+    proxy: { transport: "tcp", hostname: gateway.hostname, port: Number(gateway.port) },
+  });
+  try {
+    const url = `${sandbox.network.getUrl(8080)}/index.html`;
+    assert.match(url, new RegExp(`^http://8080-${sandbox.id}\\.localhost:${gateway.port}/`));
+    const headers = sandbox.network.getAccessHeaders();
+    assert.ok(
+      await eventually(async () => {
+        const res = await fetch(url, { client, headers });
+        await res.body?.cancel();
+        return res.status === 200;
+      }),
+    );
+    const ok = await fetch(url, { client, headers });
+    assert.equal(await ok.text(), "<h1>hi</h1>");
+    const denied = await fetch(url, { client });
+    assert.equal(denied.status, 401);
+    assert.equal((await denied.json()).code, "unauthorized");
+    // The path form, for clients that cannot resolve *.localhost.
+    const byPath = await fetch(`${sandbox.url}/_port/8080/index.html`, { headers });
+    assert.equal(await byPath.text(), "<h1>hi</h1>");
+    const closed = await fetch(`${sandbox.url}/_port/8081/`, { headers });
+    assert.equal(closed.status, 502);
+    assert.equal((await closed.json()).code, "port_unreachable");
+  } finally {
+    client.close();
+    await web.kill();
+  }
+});
+
+Deno.test("secure: false leaves ports open on loopback", async () => {
+  await using sandbox = await Sandbox.create({ secure: false });
+  assert.deepEqual(sandbox.network.getAccessHeaders(), {});
+  const res = await fetch(`${sandbox.url}/health`);
+  assert.deepEqual(await res.json(), { status: "ok" });
+  assert.equal((await sandbox.commands.run("echo ok")).stdout, "ok\n");
+});
+
+Deno.test("the local provider has no GPU: ProviderFeatureNotSupportedError (E8004)", async () => {
+  const before = sandboxDirs(home).length;
+  await assert.rejects(() => Sandbox.create({ gpu: "a100" }), (e) => {
+    assert.ok(e instanceof ProviderFeatureNotSupportedError);
+    assert.equal((e as ProviderFeatureNotSupportedError).code, "E8004");
+    return true;
+  });
+  assert.equal(sandboxDirs(home).length, before);
+  await assert.rejects(() => Sandbox.create("python-3.12"), ValidationError);
+});
+
+Deno.test("without bubblewrap: Deno permissions only, same API, nothing left", async () => {
+  const provider = new LocalProvider({ home, isolation: "none" });
+  const sandbox = await Sandbox.create({ provider });
+  const r = await sandbox.commands.run("pwd");
+  assert.equal(r.stdout.trim(), `${home}/sandboxes/${sandbox.id}/root`);
+  // The server's own file access is narrowed to the sandbox's directory.
+  await assert.rejects(() => sandbox.files.read("/etc/hostname"));
+  assert.equal(processesMentioning(`${home}/sandboxes/${sandbox.id}`).length > 0, true);
+  await sandbox.kill();
+  await assertNothingLeft(home, sandbox.id);
+});

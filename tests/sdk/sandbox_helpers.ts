@@ -1,0 +1,84 @@
+/**
+ * Helpers of the Sandbox tests: a private `SANDBAR_HOME` per test file, and the check that a
+ * test left nothing behind (no sandbox directory, no supervisor or bubblewrap process).
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+
+/** Make a fresh SANDBAR_HOME for this process (tests of one file share it). */
+export async function useSandbarHome(): Promise<string> {
+  const home = await Deno.makeTempDir({ prefix: "sbh-" });
+  Deno.env.set("SANDBAR_HOME", home);
+  return home;
+}
+
+/** Pids of processes whose command line mentions `text` (this process excluded). */
+export function processesMentioning(text: string): number[] {
+  const found: number[] = [];
+  for (const e of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(e.name) || Number(e.name) === Deno.pid) continue;
+    try {
+      const cmdline = Deno.readTextFileSync(`/proc/${e.name}/cmdline`);
+      const stat = Deno.readTextFileSync(`/proc/${e.name}/stat`);
+      const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+      if (state !== "Z" && cmdline.includes(text)) found.push(Number(e.name));
+    } catch { /* gone */ }
+  }
+  return found;
+}
+
+/** Sandbox directories under `home`. */
+export function sandboxDirs(home: string): string[] {
+  try {
+    return [...Deno.readDirSync(`${home}/sandboxes`)].map((e) => e.name);
+  } catch {
+    return [];
+  }
+}
+
+/** Wait (up to `seconds`) until `check` is true. */
+export async function eventually(check: () => boolean | Promise<boolean>, seconds = 10) {
+  const until = Date.now() + seconds * 1000;
+  while (!(await check())) {
+    if (Date.now() > until) return false;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return true;
+}
+
+/**
+ * Assert that no sandbox of `home` is left: no directory and no process (supervisor, bubblewrap,
+ * server) that mentions it. Processes inside a sandbox's PID namespace die with its bubblewrap.
+ */
+export async function assertNothingLeft(home: string, id?: string): Promise<void> {
+  const mark = id ? `${home}/sandboxes/${id}` : home;
+  const clean = await eventually(() => processesMentioning(mark).length === 0, 5);
+  assert.ok(clean, `processes left: ${processesMentioning(mark).join(", ")}`);
+  const dirs = id ? sandboxDirs(home).filter((d) => d === id) : sandboxDirs(home);
+  assert.deepEqual(dirs, [], `sandbox directories left under ${home}`);
+}
+
+/** Remove the home after a test file (asserting it is empty of sandboxes first). */
+export async function dropSandbarHome(home: string): Promise<void> {
+  await assertNothingLeft(home);
+  await Deno.remove(home, { recursive: true });
+}
+
+/** Run a Deno script in a child process with this SANDBAR_HOME; its stdout, trimmed. */
+export async function runChild(code: string, env: Record<string, string> = {}): Promise<string> {
+  const mod = new URL("../../sdk/mod.ts", import.meta.url).href;
+  const script = `import * as sdk from ${JSON.stringify(mod)};\n${code}`;
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["eval", "--ext=ts", script],
+    env: { SANDBAR_HOME: Deno.env.get("SANDBAR_HOME")!, ...env },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(out.stdout).trim();
+  if (!out.success) {
+    throw new Error(`child failed: ${new TextDecoder().decode(out.stderr)}\n${text}`);
+  }
+  return text;
+}
