@@ -24,6 +24,16 @@ function decodeTail(bytes: Uint8Array): string {
   return decoder.decode(bytes.subarray(start));
 }
 
+function concat(chunks: readonly Uint8Array[], size: number): Uint8Array {
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    all.set(c, at);
+    at += c.byteLength;
+  }
+  return all;
+}
+
 /**
  * The last `limit` bytes of one stream.
  *
@@ -70,12 +80,7 @@ export class TailBuffer {
 
   /** The kept bytes as text. */
   text(): string {
-    const all = new Uint8Array(this.#size);
-    let at = 0;
-    for (const c of this.#chunks) {
-      all.set(c, at);
-      at += c.byteLength;
-    }
+    const all = concat(this.#chunks, this.#size);
     return this.dropped > 0 ? decodeTail(all) : decoder.decode(all);
   }
 }
@@ -114,13 +119,7 @@ export class HeadBuffer {
 
   /** The kept bytes as text (a character cut at the end becomes U+FFFD). */
   text(): string {
-    const all = new Uint8Array(this.#size);
-    let at = 0;
-    for (const c of this.#chunks) {
-      all.set(c, at);
-      at += c.byteLength;
-    }
-    return decoder.decode(all);
+    return decoder.decode(concat(this.#chunks, this.#size));
   }
 }
 

@@ -414,28 +414,9 @@ export function readWord(s: string, start: number): { word: Word; end: number } 
       while (j < s.length && s[j] !== "'") j += s[j] === "\\" ? 2 : 1;
       if (j >= s.length) throw new ShellSyntaxError("unterminated $'");
       i = j + 1;
-    } else if (ch === "`") {
-      const end = skipBacktick(s, i + 1);
-      nested.push(unescapeBacktick(s.slice(i + 1, end - 1)));
+    } else if (isExpansion(s, i)) {
+      i = readExpansion(s, i, nested, assigns);
       dynamic = true;
-      i = end;
-    } else if (ch === "$" && s[i + 1] === "(") {
-      const end = findClose(s, i + 2, 1);
-      nested.push(...commandOrArithmetic(s.slice(i + 2, end)));
-      dynamic = true;
-      i = end + 1;
-    } else if (ch === "$" && s[i + 1] === "{") {
-      const end = findBrace(s, i + 2);
-      const body = s.slice(i + 2, end);
-      nested.push(...scanNested(body));
-      const m = PARAM_ASSIGN.exec(body);
-      if (m) assigns.push(m[1]);
-      dynamic = true;
-      i = end + 1;
-    } else if (ch === "$" && /[A-Za-z0-9_@*#?$!-]/.test(s[i + 1] ?? "")) {
-      dynamic = true;
-      i += 2;
-      while (i < s.length && /[A-Za-z0-9_]/.test(s[i])) i++;
     } else if ((ch === "<" || ch === ">") && s[i + 1] === "(") {
       const end = findClose(s, i + 2, 1);
       nested.push(s.slice(i + 2, end));
@@ -458,6 +439,39 @@ export function readWord(s: string, start: number): { word: Word; end: number } 
   return { word: { raw: s.slice(start, i), value, quoted, dynamic, nested, assigns }, end: i };
 }
 
+/** Whether an expansion starts at `i`: a backtick, `$(`, `${` or `$name`. */
+function isExpansion(s: string, i: number): boolean {
+  return s[i] === "`" || (s[i] === "$" && /[({A-Za-z0-9_@*#?$!-]/.test(s[i + 1] ?? ""));
+}
+
+/**
+ * Read the expansion at `i` (see {@linkcode isExpansion}), adding the commands it nests and the
+ * names it assigns; returns the index past it.
+ */
+function readExpansion(s: string, i: number, nested: string[], assigns: string[]): number {
+  if (s[i] === "`") {
+    const end = skipBacktick(s, i + 1);
+    nested.push(unescapeBacktick(s.slice(i + 1, end - 1)));
+    return end;
+  }
+  if (s[i + 1] === "(") {
+    const end = findClose(s, i + 2, 1);
+    nested.push(...commandOrArithmetic(s.slice(i + 2, end)));
+    return end + 1;
+  }
+  if (s[i + 1] === "{") {
+    const end = findBrace(s, i + 2);
+    const body = s.slice(i + 2, end);
+    nested.push(...scanNested(body));
+    const m = PARAM_ASSIGN.exec(body);
+    if (m) assigns.push(m[1]);
+    return end + 1;
+  }
+  let j = i + 2;
+  while (j < s.length && /[A-Za-z0-9_]/.test(s[j])) j++;
+  return j;
+}
+
 function scanDoubleQuoted(body: string): {
   value: string;
   dynamic: boolean;
@@ -476,28 +490,9 @@ function scanDoubleQuoted(body: string): {
       if (next === "$" || next === "`" || next === '"' || next === "\\") value += next;
       else if (next !== "\n") value += ch + next;
       i += 2;
-    } else if (ch === "`") {
-      const end = skipBacktick(body, i + 1);
-      nested.push(unescapeBacktick(body.slice(i + 1, end - 1)));
+    } else if (isExpansion(body, i)) {
+      i = readExpansion(body, i, nested, assigns);
       dynamic = true;
-      i = end;
-    } else if (ch === "$" && body[i + 1] === "(") {
-      const end = findClose(body, i + 2, 1);
-      nested.push(...commandOrArithmetic(body.slice(i + 2, end)));
-      dynamic = true;
-      i = end + 1;
-    } else if (ch === "$" && body[i + 1] === "{") {
-      const end = findBrace(body, i + 2);
-      const inner = body.slice(i + 2, end);
-      nested.push(...scanNested(inner));
-      const m = PARAM_ASSIGN.exec(inner);
-      if (m) assigns.push(m[1]);
-      dynamic = true;
-      i = end + 1;
-    } else if (ch === "$" && /[A-Za-z0-9_@*#?$!-]/.test(body[i + 1] ?? "")) {
-      dynamic = true;
-      i += 2;
-      while (i < body.length && /[A-Za-z0-9_]/.test(body[i])) i++;
     } else {
       value += ch;
       i++;
