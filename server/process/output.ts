@@ -177,6 +177,11 @@ export class OutputLog {
     return this.#end;
   }
 
+  /** Bytes held now. */
+  get held(): number {
+    return this.#held;
+  }
+
   /** Bytes dropped so far. */
   get dropped(): number {
     return this.#start;

@@ -8,12 +8,19 @@
  * @module
  */
 
+import { ApiError } from "../errors.ts";
 import type { ServerState, Service } from "../state.ts";
 import { OutputLog, type StreamName } from "./output.ts";
 import { type ExitInfo, ManagedProcess, type SpawnRequest } from "./spawn.ts";
 
 /** Finished background processes kept per identity. */
 export const KEEP_FINISHED = 128;
+
+/** Output bytes the finished processes of one identity may hold together. */
+export const KEEP_FINISHED_BYTES = 256 * 1024 * 1024;
+
+/** Processes one identity may have running at once. */
+export const MAX_RUNNING = 256;
 
 /** How long `close()` waits for killed groups to be reaped. */
 const CLOSE_WAIT_MS = 5000;
@@ -72,6 +79,12 @@ export class ProcessTable implements Service {
   /** Start a process and list it. Throws what spawning throws. */
   spawn(request: SpawnRequest, options: EntryOptions): ProcessEntry {
     if (this.#closed) throw new Error("the process table is closed");
+    const running = this.list(options.identity).filter((e) => e.exit === null).length;
+    if (running >= MAX_RUNNING) {
+      throw new ApiError("concurrency_limited", `${MAX_RUNNING} processes are running already`, {
+        retryAfter: 1,
+      });
+    }
     const log = options.kind === "background"
       ? new OutputLog(options.bufferBytes ?? 1 << 20)
       : null;
@@ -108,11 +121,17 @@ export class ProcessTable implements Service {
     return entry;
   }
 
+  /** Forget the oldest finished processes beyond the count and byte budgets. */
   #trim(identity: string): void {
     const finished = [...this.#entries.values()]
       .filter((e) => e.identity === identity && e.kind === "background" && e.exit);
-    for (const e of finished.slice(0, Math.max(0, finished.length - KEEP_FINISHED))) {
+    let bytes = finished.reduce((sum, e) => sum + (e.log?.held ?? 0), 0);
+    let count = finished.length;
+    for (const e of finished) {
+      if (count <= KEEP_FINISHED && bytes <= KEEP_FINISHED_BYTES) break;
       this.#entries.delete(e.process.pid);
+      count--;
+      bytes -= e.log?.held ?? 0;
     }
   }
 

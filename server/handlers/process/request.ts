@@ -139,6 +139,7 @@ export async function spawnRequest(
 
 /** Turn a spawn failure into the contract's refusal. */
 export function spawnFailure(e: unknown, request: SpawnRequest): ApiError {
+  if (e instanceof ApiError) return e;
   const program = request.argv?.[0];
   if (program !== undefined && e instanceof Deno.errors.NotFound) {
     return new ApiError("process_invalid", `Program not found: ${program}`, { param: "argv" });
