@@ -116,8 +116,8 @@ export class CommandsModule {
   }
 
   /** The commands running now. */
-  list(): Promise<ProcessInfo[]> {
-    return this.#ctx.server().process.list({ running: true });
+  async list(): Promise<ProcessInfo[]> {
+    return await this.#ctx.server().process.list({ running: true });
   }
 
   /** SIGKILL to a command's whole process group. */
@@ -131,8 +131,8 @@ export class CommandsModule {
   }
 
   /** @deprecated Use {@linkcode sendInput}. */
-  sendStdin(pid: number, data: string): Promise<void> {
-    return this.sendInput(pid, data);
+  async sendStdin(pid: number, data: string): Promise<void> {
+    await this.sendInput(pid, data);
   }
 
   /**

@@ -40,21 +40,21 @@ export class FilesModule {
   }
 
   /** A file's content as bytes, exactly. */
-  readBytes(path: string): Promise<Uint8Array> {
-    return this.#files.download(path);
+  async readBytes(path: string): Promise<Uint8Array> {
+    return await this.#files.download(path);
   }
 
   /**
    * Write a file (text as UTF-8, or bytes as they are), creating its parent directories and
    * replacing it atomically if it exists.
    */
-  write(path: string, content: string | Uint8Array): Promise<FileInfo> {
-    return this.#files.upload(path, content);
+  async write(path: string, content: string | Uint8Array): Promise<FileInfo> {
+    return await this.#files.upload(path, content);
   }
 
   /** A directory's entries (default `/`). */
-  list(path = "/"): Promise<FileInfo[]> {
-    return this.#files.list(path);
+  async list(path = "/"): Promise<FileInfo[]> {
+    return await this.#files.list(path);
   }
 
   /** Delete a file, or a directory with everything in it. */
@@ -63,8 +63,8 @@ export class FilesModule {
   }
 
   /** Whether the path exists (a path the policy refuses still throws). */
-  exists(path: string): Promise<boolean> {
-    return this.#files.exists(path);
+  async exists(path: string): Promise<boolean> {
+    return await this.#files.exists(path);
   }
 
   /** Create a directory and its parents; false when it already was one. */
@@ -73,8 +73,8 @@ export class FilesModule {
   }
 
   /** Upload a local file to `remotePath`, streamed from disk. */
-  upload(localPath: string, remotePath: string): Promise<FileInfo> {
-    return this.#files.uploadFile(localPath, remotePath);
+  async upload(localPath: string, remotePath: string): Promise<FileInfo> {
+    return await this.#files.uploadFile(localPath, remotePath);
   }
 
   /** Download `remotePath` to a local file, streamed to disk and renamed into place. */
@@ -87,9 +87,9 @@ export class FilesModule {
    * change made after the `await` is seen. Iterate the handle for events; `stop()` it (or
    * `await using`) when done.
    */
-  watch(path: string, options: { recursive?: boolean } = {}): Promise<WatchHandle> {
+  async watch(path: string, options: { recursive?: boolean } = {}): Promise<WatchHandle> {
     const files = this.#files;
-    return WatchHandle.start(({ signal, onReady }) =>
+    return await WatchHandle.start(({ signal, onReady }) =>
       files.watch(path, { recursive: options.recursive ?? true, signal, onReady })
     );
   }
@@ -100,13 +100,13 @@ export class FilesModule {
   }
 
   /** @deprecated Use {@linkcode move}. */
-  rename(oldPath: string, newPath: string): Promise<void> {
-    return this.move(oldPath, newPath);
+  async rename(oldPath: string, newPath: string): Promise<void> {
+    await this.move(oldPath, newPath);
   }
 
   /** Metadata of one path. */
-  getInfo(path: string): Promise<FileInfo> {
-    return this.#files.stat(path);
+  async getInfo(path: string): Promise<FileInfo> {
+    return await this.#files.stat(path);
   }
 
   /**

@@ -135,14 +135,17 @@ export class Sandbox implements AsyncDisposable {
   }
 
   /** Live sandboxes (oldest first), without their access tokens. */
-  static list(options: SandboxListOptions = {}): Promise<SandboxInfo[]> {
+  static async list(options: SandboxListOptions = {}): Promise<SandboxInfo[]> {
     const query = listQuery(options);
-    return resolveProvider(options.provider, credentialsOf(options)).list(query);
+    return await resolveProvider(options.provider, credentialsOf(options)).list(query);
   }
 
   /** Kill a sandbox by id: true when it was killed, false when there was none. */
-  static killById(sandboxId: string, options: SandboxConnectionOptions = {}): Promise<boolean> {
-    return resolveProvider(options.provider, credentialsOf(options)).kill(sandboxId);
+  static async killById(
+    sandboxId: string,
+    options: SandboxConnectionOptions = {},
+  ): Promise<boolean> {
+    return await resolveProvider(options.provider, credentialsOf(options)).kill(sandboxId);
   }
 
   /** The sandbox id. */
@@ -206,8 +209,8 @@ export class Sandbox implements AsyncDisposable {
   }
 
   /** Start another in-sandbox server and return its client; see {@linkcode StartServerOptions}. */
-  startServer(options: StartServerOptions = {}): Promise<ServerClient> {
-    return startServer({
+  async startServer(options: StartServerOptions = {}): Promise<ServerClient> {
+    return await startServer({
       server: this.server,
       serverCommand: this.#handle.serverCommand,
       serverAt: (port, o) => this.serverAt(port, o),
@@ -265,8 +268,11 @@ export class Sandbox implements AsyncDisposable {
   }
 
   /** Run code (needs the `code` capability: `CapabilityNotSupportedError` E3004 otherwise). */
-  runCode(code: string, options: Omit<CodeRunOptions, "contextId"> = {}): Promise<CodeResult> {
-    return this.code.run(code, options);
+  async runCode(
+    code: string,
+    options: Omit<CodeRunOptions, "contextId"> = {},
+  ): Promise<CodeResult> {
+    return await this.code.run(code, options);
   }
 
   /** Open a terminal and connect to it; closing it closes the terminal. */
@@ -298,8 +304,8 @@ export class Sandbox implements AsyncDisposable {
   }
 
   /** The named commands of the in-sandbox server (`GET /commands`). */
-  listCommands(options: { serverPort?: number } = {}): Promise<ServerCommand[]> {
-    return this.#serverOn(options.serverPort ?? 9000).commands.list();
+  async listCommands(options: { serverPort?: number } = {}): Promise<ServerCommand[]> {
+    return await this.#serverOn(options.serverPort ?? 9000).commands.list();
   }
 
   /**
