@@ -114,7 +114,7 @@ export function permissionFlags(inputs: PermissionInputs): string[] {
     `--allow-write=${[...write].join(",")}`,
     browserNeedsAnyHost(policy)
       ? "--allow-net"
-      : `--allow-net=${[...net, ...browserNet(policy)].join(",")}`,
+      : `--allow-net=${[...new Set([...net, ...browserNet(policy)])].join(",")}`,
     "--allow-env",
     "--allow-run",
     "--allow-sys",
