@@ -143,8 +143,11 @@ function cmdline(pid: number): string {
   }
 }
 
-/** Chromium processes below `root`; `main` is the browser process (no `--type=`). */
-function chromiumBelow(root: number): { all: number[]; main: number | undefined } {
+/**
+ * Chromium processes below `root`: `main` is the browser process (no `--type=`), `dir` the
+ * directory the server made for it (its `--user-data-dir` is `<dir>/profile`).
+ */
+function chromiumBelow(root: number): { all: number[]; main?: number; dir?: string } {
   const all: number[] = [];
   for (const entry of Deno.readDirSync("/proc")) {
     const pid = Number(entry.name);
@@ -158,7 +161,32 @@ function chromiumBelow(root: number): { all: number[]; main: number | undefined 
       p = parentOf(p);
     }
   }
-  return { all, main: all.find((pid) => !cmdline(pid).includes("--type=")) };
+  const main = all.find((pid) => !cmdline(pid).includes("--type="));
+  const dir = main ? /--user-data-dir=(\S+)\/profile/.exec(cmdline(main))?.[1] : undefined;
+  return { all, main, dir };
+}
+
+/**
+ * Every live process whose command line names `dir`: Chromium's helpers and its crash handler
+ * too (which runs detached, as a child of init).
+ */
+function processesOf(dir: string): number[] {
+  const pids: number[] = [];
+  for (const entry of Deno.readDirSync("/proc")) {
+    const pid = Number(entry.name);
+    if (Number.isInteger(pid) && isLiveProcess(pid) && cmdline(pid).includes(dir)) pids.push(pid);
+  }
+  return pids;
+}
+
+/** Wait until `path` no longer exists; true when that happened within `ms`. */
+async function removedWithin(path: string, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (!(await Deno.stat(path).then(() => true, () => false))) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return false;
 }
 
 /** Wait until none of `pids` runs; true when that happened within `ms`. */
@@ -190,7 +218,7 @@ Deno.test("browser: real Chromium on loopback pages", async (t) => {
       ],
     },
   });
-  let chromium: number[] = [];
+  let chromiumDir = "";
   try {
     await t.step("a form filled with type and submitted with click", async () => {
       let r = await call(server, "/browser/navigate", { url: `${site.base}/form` });
@@ -210,8 +238,9 @@ Deno.test("browser: real Chromium on loopback pages", async (t) => {
       assert.deepEqual(r.status, 200);
       assert.deepEqual(r.json.text, "user=ada lovelace;note=new");
       assert.match(String(r.json.html), /<p id="out">user=ada lovelace;note=new<\/p>/);
-      chromium = chromiumBelow(server.pid).all;
-      assert(chromium.length > 0, "Chromium runs below the server");
+      const running = chromiumBelow(server.pid);
+      assert(running.main && running.dir, "Chromium runs below the server");
+      chromiumDir = running.dir;
     });
 
     await t.step("a screenshot has the page's size", async () => {
@@ -374,26 +403,36 @@ Deno.test("browser: real Chromium on loopback pages", async (t) => {
 
     await t.step("Chromium killed by hand: the next request works", async () => {
       const before = chromiumBelow(server.pid);
-      assert(before.main, "a Chromium browser process runs");
-      Deno.kill(before.main!, "SIGKILL");
-      assert(await goneWithin([before.main!], 10_000));
+      assert(before.main && before.dir, "a Chromium browser process runs");
+      const family = processesOf(before.dir);
+      assert(family.length > 1, "helpers run beside the browser process");
+      Deno.kill(before.main, "SIGKILL");
+      assert(await goneWithin([before.main], 10_000));
       const r = await call(server, "/browser/navigate", { url: `${site.base}/` });
       assert.deepEqual(r.status, 200, JSON.stringify(r.json));
       assert.deepEqual(r.json.title, "Home");
       const after = chromiumBelow(server.pid);
-      assert(after.main);
+      assert(after.main && after.dir);
       assert.notEqual(after.main, before.main);
+      assert.notEqual(after.dir, before.dir);
+      // The dead one's helpers, crash handler and directory are gone.
+      assert(await goneWithin(family, 15_000), `left: ${family.filter(isLiveProcess)}`);
+      assert(await removedWithin(before.dir, 15_000), `${before.dir} was not removed`);
       const content = await call(server, "/browser/content", undefined, ALICE);
       assert.deepEqual(content.status, 200);
       assert.deepEqual(content.json.url, "about:blank");
-      chromium = after.all;
+      chromiumDir = after.dir;
     });
   } finally {
     await server.close();
     await site.close();
   }
-  // Closing the server closes Chromium: none of its processes is left.
-  assert(await goneWithin(chromium, 15_000), `left running: ${chromium.filter(isLiveProcess)}`);
+  // Closing the server closes Chromium: none of its processes is left, nor its directory.
+  assert(chromiumDir, "Chromium ran");
+  const left = processesOf(chromiumDir);
+  assert(await goneWithin(left, 15_000), `left running: ${left.filter(isLiveProcess)}`);
+  assert.deepEqual(processesOf(chromiumDir), []);
+  assert(await removedWithin(chromiumDir, 15_000));
 });
 
 Deno.test("browser: loopback and private addresses are refused without url_allow", async () => {
