@@ -1,119 +1,114 @@
 /**
- * `deno task demo`: start the in-sandbox server on free ports with a generated token, and show
- * with real requests what it does: health, the capabilities document, a policy denial and a
- * named command working. Leaves nothing behind.
+ * `deno task demo`: a tour of a local sandbox. It creates one (an isolated process tree on this
+ * machine running the in-sandbox server), and shows with real calls: health, capabilities, a
+ * policy denial and a named command working, then commands, files, code, a terminal and a port.
+ * The sandbox is killed at the end; nothing is left behind.
  *
  * @module
  */
 
 import { fileURLToPath } from "node:url";
+import { PolicyDeniedError, Sandbox } from "../sdk/mod.ts";
 
-const MAIN = fileURLToPath(new URL("../server/main.ts", import.meta.url));
 const COMMANDS = fileURLToPath(new URL("./demo/commands.ts", import.meta.url));
+const READER_TOKEN = "reader-token-for-the-demo";
 
 function show(title: string, value: unknown) {
-  console.log(`\n== ${title}`);
-  console.log(typeof value === "string" ? value : JSON.stringify(value, null, 2));
+  const text = typeof value === "string" ? value : JSON.stringify(value);
+  console.log(`\n== ${title}\n${text.trimEnd()}`);
 }
 
-/** Run the demo. */
+/** Run the demo (in a private SANDBAR_HOME, removed at the end). */
 export async function main(): Promise<void> {
-  const root = await Deno.makeTempDir({ prefix: "sandbar-demo-" });
-  const policyFile = `${root}/policy.jsonc`;
-  await Deno.writeTextFile(
-    policyFile,
-    `{
-  // A reader may list commands but not run them.
-  "identities": [{ "id": "reader", "token": "reader-token-for-the-demo", "scopes": ["commands:read"] }],
-  "endpoints": { "browser": false },
-  "audit": "deny"
-}`,
-  );
-  const env = Deno.env.toObject();
-  delete env.SVC_SERVER_TOKEN; // so that the server generates one and prints it once
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      MAIN,
-      "--port",
-      "0",
-      "--pty-port",
-      "0",
-      "--root",
-      root,
-      "--policy",
-      policyFile,
-      "--commands",
-      COMMANDS,
-      "--audit-log",
-      `${root}/audit.jsonl`,
-    ],
-    env,
-    clearEnv: true,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
+  const home = await Deno.makeTempDir({ prefix: "sandbar-demo-" });
+  Deno.env.set("SANDBAR_HOME", home);
   try {
-    const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-    let out = "";
-    while (!out.includes("\n")) {
-      const { value, done } = await lines.read();
-      if (done) throw new Error("the server exited before listening");
-      out += value;
-    }
-    const { url } = JSON.parse(out.split("\n")[0]);
-    const errReader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
-    let err = "";
-    while (!err.includes("generated token")) err += (await errReader.read()).value ?? "";
-    const token = /generated token[^:]*: (\S+)/.exec(err)![1];
-    show("server", `listening on ${url}; token generated and printed once on stderr`);
-    const auth = { authorization: `Bearer ${token}` };
-
-    show("GET /health (no token needed)", await (await fetch(`${url}/health`)).json());
-    const caps = await (await fetch(`${url}/capabilities`, { headers: auth })).json();
-    show("GET /capabilities (summary)", {
-      identity_id: caps.identity_id,
-      preset: caps.preset,
-      revision: caps.revision,
-      groups: Object.entries(
-        caps.group_summary as Record<string, { enabled: number; total: number }>,
-      )
-        .map(([g, s]) => `${g} ${s.enabled}/${s.total}`).join(", "),
-      "endpoints.browser_navigate": caps.endpoints.browser_navigate,
-    });
-    show(
-      "GET /commands without a token",
-      await (await fetch(`${url}/commands`)).json(),
-    );
-    const denied = await fetch(`${url}/commands/word_count`, {
-      method: "POST",
-      headers: { authorization: "Bearer reader-token-for-the-demo" },
-      body: JSON.stringify({ text: "a b c" }),
-    });
-    show(`POST /commands/word_count as reader -> ${denied.status}`, await denied.json());
-    const disabled = await fetch(`${url}/browser/navigate`, { method: "POST", headers: auth });
-    show(`POST /browser/navigate -> ${disabled.status}`, await disabled.json());
-    show("GET /commands", await (await fetch(`${url}/commands`, { headers: auth })).json());
-    const ran = await fetch(`${url}/commands/word_count`, {
-      method: "POST",
-      headers: auth,
-      body: JSON.stringify({ text: "the quick brown fox" }),
-    });
-    show(`POST /commands/word_count -> ${ran.status}`, await ran.json());
-    child.kill("SIGTERM");
-    await child.status;
-    await errReader.cancel();
-    await lines.cancel();
-    show("audit log (denials only)", await Deno.readTextFile(`${root}/audit.jsonl`));
+    await tour();
   } finally {
-    try {
-      child.kill("SIGTERM");
-    } catch { /* already stopped */ }
-    await child.status;
-    await Deno.remove(root, { recursive: true });
+    await Deno.remove(home, { recursive: true });
   }
+}
+
+async function tour(): Promise<void> {
+  const t0 = performance.now();
+  await using sandbox = await Sandbox.create({
+    timeout: 120,
+    commandsFile: COMMANDS,
+    policy: {
+      // A reader may list the named commands but not run them; nobody may run curl.
+      identities: [{ id: "reader", token: READER_TOKEN, scopes: ["commands:read"] }],
+      deny_commands: ["curl"],
+    },
+  });
+  show(
+    "Sandbox.create()",
+    `${sandbox.id} (${sandbox.provider}) in ${(performance.now() - t0).toFixed(0)} ms, ` +
+      `lifetime until ${sandbox.info.endAt?.toISOString()}`,
+  );
+  show("health", { ok: await sandbox.server.health() });
+  const caps = await sandbox.server.discover();
+  const groups = Object.entries(caps.groupSummary).map(([g, s]) => `${g} ${s.enabled}/${s.total}`);
+  show(
+    "capabilities",
+    `${[...sandbox.capabilities].join(", ")}\nendpoints on: ${groups.join(", ")}`,
+  );
+
+  show("named commands", await sandbox.listCommands());
+  show("run('word_count')", await sandbox.run("word_count", { text: "the quick brown fox" }));
+  try {
+    await sandbox.server.withToken(READER_TOKEN).commands.run("word_count", { text: "a" });
+  } catch (e) {
+    if (!(e instanceof PolicyDeniedError)) throw e;
+    show("the reader runs word_count: denied", `${e.name} ${e.code} ${e.message}`);
+  }
+  try {
+    await sandbox.commands.run("curl -s https://example.com");
+  } catch (e) {
+    if (!(e instanceof PolicyDeniedError)) throw e;
+    show("commands.run('curl …'): denied", `${e.name} ${e.code} ${e.message}`);
+  }
+
+  const r = await sandbox.commands.run("echo hello from $(hostname); id -un; ls /");
+  show("commands.run", r.stdout.replaceAll("\n", " "));
+  const streamed: string[] = [];
+  for await (const chunk of sandbox.commands.stream("for i in 1 2 3; do echo $i; done")) {
+    streamed.push(chunk.type === "exit" ? `exit ${chunk.exitCode}` : JSON.stringify(chunk.data));
+  }
+  show("commands.stream", streamed.join(" | "));
+
+  await sandbox.files.write("/home/user/notes/todo.txt", "ship it\n");
+  await sandbox.files.write("/home/user/notes/bytes.bin", new Uint8Array([0, 1, 254, 255]));
+  show(
+    "files",
+    (await sandbox.files.list("/home/user/notes")).map((f) => `${f.name} ${f.size} B`).join(", "),
+  );
+
+  const code = await sandbox.runCode(
+    "import platform; print(sum(range(10)), platform.python_version())",
+  );
+  show("runCode (python)", code.text);
+
+  await using term = await sandbox.getTerminal({ cols: 80, rows: 24 });
+  term.send("echo $((6 * 7)) && tty\r");
+  await term.expect("42");
+  show("terminal", (await term.expect(/\/dev\/pts\/\d+/)).trim().split("\n").at(-1));
+
+  const web = await sandbox.commands.start("python3 -m http.server 8000 --bind 127.0.0.1", {
+    timeout: 0,
+  });
+  const url = `${sandbox.url}/_port/8000/notes/todo.txt`;
+  let body = "";
+  for (let i = 0; i < 50 && !body; i++) {
+    const res = await fetch(url, { headers: sandbox.network.getAccessHeaders() });
+    body = res.ok ? await res.text() : (await res.body?.cancel(), "");
+    if (!body) await new Promise((done) => setTimeout(done, 100));
+  }
+  show(`port 8000: ${sandbox.network.getUrl(8000)} (browsers, curl)`, body);
+  await web.kill();
+
+  await term.close();
+  await sandbox.kill();
+  show("after kill", { listed: (await Sandbox.list()).filter((i) => i.sandboxId === sandbox.id) });
 }
 
 if (import.meta.main) await main();
