@@ -124,3 +124,4 @@ export type {
   SandboxProvider,
 } from "./providers/types.ts";
 export { LocalProvider, type LocalProviderOptions } from "./providers/local/index.ts";
+export type { Isolation } from "./providers/local/state.ts";
