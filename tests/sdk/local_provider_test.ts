@@ -225,3 +225,46 @@ Deno.test("without bubblewrap: Deno permissions only, same API, nothing left", a
   await sandbox.kill();
   await assertNothingLeft(home, sandbox.id);
 });
+
+Deno.test("a killed supervisor takes its sandbox along; list removes the leftovers", async () => {
+  const sandbox = await Sandbox.create();
+  const dir = `${home}/sandboxes/${sandbox.id}`;
+  const state = JSON.parse(await Deno.readTextFile(`${dir}/state.json`));
+  Deno.kill(state.supervisor.pid, "SIGKILL");
+  // bubblewrap's --die-with-parent ends the whole sandbox with its supervisor.
+  assert.ok(await eventually(() => processesMentioning(dir).length === 0), "sandbox outlived");
+  assert.ok(!(await Sandbox.list()).some((i) => i.sandboxId === sandbox.id));
+  await assertNothingLeft(home, sandbox.id);
+  assert.equal(await sandbox.isRunning(), false);
+});
+
+Deno.test("a sandbox whose server dies is cleaned up by its supervisor", async () => {
+  const sandbox = await Sandbox.create();
+  // PID 2 of the sandbox is its server (bubblewrap is PID 1).
+  await sandbox.commands.run("kill -KILL 2", { timeout: 5 }).catch(() => {});
+  assert.ok(await eventually(() => !sandboxDirs(home).includes(sandbox.id), 10));
+  await assertNothingLeft(home, sandbox.id);
+  await assert.rejects(() => sandbox.refreshInfo(), SandboxNotFoundError);
+});
+
+Deno.test("the gateway refuses malformed heads and other sandboxes' hosts", async () => {
+  await using sandbox = await Sandbox.create({ secure: false });
+  const port = Number(new URL(sandbox.url).port);
+  const raw = async (head: string) => {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    await conn.write(new TextEncoder().encode(head));
+    const text = await new Response(conn.readable).text();
+    return text.split("\r\n")[0];
+  };
+  assert.equal(await raw("GET /health HTTP/1.1\r\n folded: x\r\n\r\n"), "HTTP/1.1 400 Bad Request");
+  assert.equal(await raw("NOT HTTP\r\n\r\n"), "HTTP/1.1 400 Bad Request");
+  assert.equal(
+    await raw(`GET /health HTTP/1.1\r\nHost: 9000-${"z".repeat(20)}.localhost\r\n\r\n`),
+    "HTTP/1.1 404 Not Found",
+  );
+  assert.equal(
+    await raw("GET /_port/70000/ HTTP/1.1\r\nHost: x\r\n\r\n"),
+    "HTTP/1.1 400 Bad Request",
+  );
+  assert.equal(await raw("GET /health HTTP/1.1\r\nHost: x\r\n\r\n"), "HTTP/1.1 200 OK");
+});

@@ -33,6 +33,9 @@ import { type Duplex, readUntil, splice, writeAll } from "./splice.ts";
 
 const HEAD_END = new TextEncoder().encode("\r\n\r\n");
 const MAX_HEAD = 64 * 1024;
+/** A client must send its request head within this many ms (a slow-loris defence). */
+const HEAD_TIMEOUT_MS = 30_000;
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /** A refusal the gateway answers with. */
 export interface GatewayRefusal {
@@ -94,8 +97,9 @@ function parseHead(bytes: Uint8Array): Head | null {
   const headers: [string, string][] = [];
   for (const line of lines) {
     const colon = line.indexOf(":");
-    if (colon <= 0) return null;
-    headers.push([line.slice(0, colon).trim(), line.slice(colon + 1).trim()]);
+    // A name must be a token: this also refuses obsolete line folding (a leading space).
+    if (colon <= 0 || !TOKEN.test(line.slice(0, colon))) return null;
+    headers.push([line.slice(0, colon), line.slice(colon + 1).trim()]);
   }
   return { requestLine, headers };
 }
@@ -191,8 +195,15 @@ function rewrite(head: Head, requestLine: string, secure: boolean, upgrade: bool
 }
 
 async function handle(conn: Deno.TcpConn, options: GatewayOptions): Promise<void> {
+  const slow = setTimeout(() => conn.close(), HEAD_TIMEOUT_MS);
   const read = await readUntil(conn, HEAD_END, MAX_HEAD).catch(() => null);
-  if (!read) return conn.close();
+  clearTimeout(slow);
+  if (!read) {
+    try {
+      conn.close();
+    } catch { /* closed by the timer */ }
+    return;
+  }
   const head = parseHead(read.head);
   if (!head) {
     return await answer(conn, {
