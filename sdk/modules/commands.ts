@@ -79,7 +79,9 @@ export class CommandsModule {
    * ```
    */
   run(cmd: string, options: CommandRunOptions & { background: true }): Promise<CommandHandle>;
+  /** Run `cmd` and wait for its {@linkcode ProcessResult}. */
   run(cmd: string, options?: CommandRunOptions & { background?: false }): Promise<ProcessResult>;
+  /** Run `cmd`: a result, or with `background: true` a {@linkcode CommandHandle}. */
   run(cmd: string, options?: CommandRunOptions): Promise<ProcessResult | CommandHandle>;
   async run(cmd: string, options: CommandRunOptions = {}): Promise<ProcessResult | CommandHandle> {
     if (options.background) return await this.start(cmd, options);
