@@ -97,6 +97,14 @@ class Supervisor {
     this.timer = setTimeout(() => this.stop(), ms);
   }
 
+  /** From `from` to `to` by sending `signal` to every process of the sandbox; else nothing. */
+  async transition(from: string, to: "paused" | "running", signal: Deno.Signal): Promise<void> {
+    if (this.state.status !== from) return;
+    signalTree(this.treeRoot, signal);
+    this.state.status = to;
+    await this.save();
+  }
+
   async control(request: ControlRequest): Promise<ControlResponse> {
     const ok = (): ControlResponse => ({
       ok: true,
@@ -108,18 +116,10 @@ class Supervisor {
       case "ping":
         return ok();
       case "pause":
-        if (this.state.status === "running") {
-          signalTree(this.treeRoot, "SIGSTOP");
-          this.state.status = "paused";
-          await this.save();
-        }
+        await this.transition("running", "paused", "SIGSTOP");
         return ok();
       case "resume":
-        if (this.state.status === "paused") {
-          signalTree(this.treeRoot, "SIGCONT");
-          this.state.status = "running";
-          await this.save();
-        }
+        await this.transition("paused", "running", "SIGCONT");
         return ok();
       case "set_timeout": {
         const s = request.seconds;
