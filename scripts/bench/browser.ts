@@ -6,7 +6,12 @@
  * loopback by this script: HTML with a stylesheet, a script and an image (four requests).
  * Prints the p50 and p90 of each and the p50 ratio (goal: at most 1.15).
  *
- * `deno run -A scripts/bench/browser.ts [--runs 30]`
+ * With `--libraries`, it measures instead what chose the library (`docs/server/browser.md`):
+ * puppeteer-core against playwright-core on the same Chromium and page, both intercepting every
+ * request as the server does: launch and close (p50 of 5), navigate, navigate plus screenshot,
+ * and evaluate (p50 of the runs, interleaved).
+ *
+ * `deno run -A scripts/bench/browser.ts [--runs 30] [--libraries]`
  *
  * @module
  */
@@ -58,13 +63,25 @@ function serveSite(signal: AbortSignal) {
 
 /** Run the benchmark; returns the p50 ratio. */
 export async function main(args: string[] = Deno.args): Promise<number> {
-  const { values } = parseArgs({ args, options: { runs: { type: "string", default: "30" } } });
+  const { values } = parseArgs({
+    args,
+    options: { runs: { type: "string", default: "30" }, libraries: { type: "boolean" } },
+  });
   const runs = Number(values.runs);
   const executablePath = findChromium(Deno.env.toObject());
   if (!executablePath) throw new Error("Chromium not found (install the Debian package chromium)");
   const abort = new AbortController();
   const site = serveSite(abort.signal);
   const pageUrl = `http://127.0.0.1:${site.addr.port}/`;
+  if (values.libraries) {
+    try {
+      await compareLibraries(executablePath, pageUrl, runs);
+      return 0;
+    } finally {
+      abort.abort();
+      await site.finished;
+    }
+  }
   const profile = await Deno.makeTempDir({ prefix: "sandbar-bench-browser-" });
   const browser = await puppeteer.launch({
     executablePath,
@@ -121,7 +138,6 @@ export async function main(args: string[] = Deno.args): Promise<number> {
     }
     const p50 = (v: number[]) => percentile(v, 0.5);
     const p90 = (v: number[]) => percentile(v, 0.9);
-    const fmt = (n: number) => `${n.toFixed(1)} ms`;
     console.log(`runs: ${runs} each, interleaved, after ${WARMUP} warm-up rounds`);
     console.log(
       `navigate+screenshot via server    p50 ${fmt(p50(serverTimes))}  p90 ${
@@ -141,6 +157,104 @@ export async function main(args: string[] = Deno.args): Promise<number> {
     await Deno.remove(profile, { recursive: true }).catch(() => {});
     abort.abort();
     await site.finished;
+  }
+}
+
+const fmt = (n: number) => `${n.toFixed(1)} ms`;
+
+/** puppeteer-core against playwright-core: the measurement behind the library choice. */
+async function compareLibraries(executablePath: string, pageUrl: string, runs: number) {
+  const { chromium } = await import("playwright-core");
+  const p50 = (v: number[]) => percentile(v, 0.5);
+  const dir = await Deno.makeTempDir({ prefix: "sandbar-bench-libraries-" });
+  const launch = { pptr: [] as number[], pw: [] as number[] };
+  const close = { pptr: [] as number[], pw: [] as number[] };
+  const pptrOptions = (profile: string) => ({
+    executablePath,
+    args: [...REQUIRED_FLAGS, `--user-data-dir=${profile}`],
+    ignoreDefaultArgs: true,
+    pipe: true,
+    defaultViewport: null,
+    handleSIGINT: false,
+    handleSIGTERM: false,
+    handleSIGHUP: false,
+  });
+  // playwright refuses --user-data-dir with launch() (only its persistent context takes one).
+  const pwOptions = { executablePath, args: [...REQUIRED_FLAGS] };
+  try {
+    for (let i = 0; i < 5; i++) {
+      let t0 = performance.now();
+      const b = await puppeteer.launch(pptrOptions(`${dir}/launch-${i}`));
+      launch.pptr.push(performance.now() - t0);
+      t0 = performance.now();
+      await b.close();
+      close.pptr.push(performance.now() - t0);
+      t0 = performance.now();
+      const w = await chromium.launch(pwOptions);
+      launch.pw.push(performance.now() - t0);
+      t0 = performance.now();
+      await w.close();
+      close.pw.push(performance.now() - t0);
+    }
+    const pb = await puppeteer.launch(pptrOptions(`${dir}/main`));
+    const wb = await chromium.launch(pwOptions);
+    try {
+      const pp = await (await pb.createBrowserContext()).newPage();
+      await pp.setViewport({ width: 1280, height: 720 });
+      await pp.setRequestInterception(true);
+      pp.on("request", (r) => void r.continue());
+      const wctx = await wb.newContext({ viewport: { width: 1280, height: 720 } });
+      await wctx.route("**/*", (r) => r.continue());
+      const wp = await wctx.newPage();
+      const t = {
+        pptrNav: [] as number[],
+        pwNav: [] as number[],
+        pptrShot: [] as number[],
+        pwShot: [] as number[],
+        pptrEval: [] as number[],
+        pwEval: [] as number[],
+      };
+      for (let i = 0; i < runs + WARMUP; i++) {
+        const keep = i >= WARMUP;
+        let t0 = performance.now();
+        await pp.goto(pageUrl);
+        const pptrNav = performance.now() - t0;
+        await pp.screenshot({ type: "png" });
+        const pptrShot = performance.now() - t0;
+        t0 = performance.now();
+        await pp.evaluate("document.title");
+        const pptrEval = performance.now() - t0;
+        t0 = performance.now();
+        await wp.goto(pageUrl);
+        const pwNav = performance.now() - t0;
+        await wp.screenshot({ type: "png" });
+        const pwShot = performance.now() - t0;
+        t0 = performance.now();
+        await wp.evaluate("document.title");
+        const pwEval = performance.now() - t0;
+        if (!keep) continue;
+        t.pptrNav.push(pptrNav);
+        t.pptrShot.push(pptrShot);
+        t.pptrEval.push(pptrEval);
+        t.pwNav.push(pwNav);
+        t.pwShot.push(pwShot);
+        t.pwEval.push(pwEval);
+      }
+      const row = (name: string, a: number[], b: number[]) =>
+        console.log(`${name.padEnd(28)} ${fmt(p50(a)).padStart(10)} ${fmt(p50(b)).padStart(10)}`);
+      console.log(`p50; launch and close over 5, the rest over ${runs}, interleaved`);
+      console.log(`${"".padEnd(28)} ${"puppeteer".padStart(10)} ${"playwright".padStart(10)}`);
+      row("launch", launch.pptr, launch.pw);
+      row("close", close.pptr, close.pw);
+      row("navigate (load)", t.pptrNav, t.pwNav);
+      row("navigate + screenshot", t.pptrShot, t.pwShot);
+      row("evaluate", t.pptrEval, t.pwEval);
+    } finally {
+      await pb.close();
+      await wb.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
 }
 

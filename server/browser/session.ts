@@ -15,6 +15,15 @@ import { NavigationTracker } from "./navigation_tracker.ts";
 /** The viewport of a new page. */
 export const DEFAULT_VIEWPORT = { width: 1280, height: 720 } as const;
 
+/** Run in every document before its scripts: service worker registration fails. */
+const REFUSE_SERVICE_WORKERS = `(() => {
+  const container = globalThis.ServiceWorkerContainer?.prototype;
+  if (!container) return;
+  Object.defineProperty(container, "register", {
+    value: () => Promise.reject(new DOMException("Service workers are off in this browser", "SecurityError")),
+  });
+})()`;
+
 /** A refusal seen while one operation ran, for its answer. */
 export interface Refusals {
   /** Every refusal, in order. */
@@ -121,6 +130,10 @@ export class PageSession {
   async #prepare(page: Page): Promise<void> {
     await page.setViewport(DEFAULT_VIEWPORT);
     await page.setRequestInterception(true);
+    // A service worker's own requests are not intercepted (only the proxy sees them), so pages
+    // get none: their requests always reach interception, and registering one is refused.
+    await page.setBypassServiceWorker(true);
+    await page.evaluateOnNewDocument(REFUSE_SERVICE_WORKERS);
     page.on("request", (request) => this.#decide(page, request));
     page.on("requestfailed", (request) => {
       if (this.#isMainNavigation(page, request)) this.navigation.finished();

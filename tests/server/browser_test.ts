@@ -67,8 +67,10 @@ function startSite(): Site {
           return html(`<title>Cookie</title>`, { "set-cookie": "who=first; Path=/" });
         case "/whoami":
           return html(`<title>${req.headers.get("cookie") ?? "nobody"}</title>`);
-        case "/hang":
-          return html(`<title>Hang</title>`);
+        case "/sw.js":
+          return new Response(`fetch("/from-service-worker")`, {
+            headers: { "content-type": "text/javascript" },
+          });
         default:
           return new Response("not found", { status: 404 });
       }
@@ -385,6 +387,26 @@ Deno.test("browser: real Chromium on loopback pages", async (t) => {
       assert(rules.includes(`url_allow 127.0.0.2:${port}`), rules.join("\n"));
       assert(!site.hits.includes("/secret/y"));
     });
+
+    await t.step(
+      "service workers are refused (their requests would miss interception)",
+      async () => {
+        await call(server, "/browser/navigate", { url: `${site.base}/` });
+        const r = await call(server, "/browser/evaluate", {
+          script: `Promise.all([
+          navigator.serviceWorker.register("/sw.js").then(() => "registered", (e) => e.name),
+          (() => {
+            const frame = document.createElement("iframe");
+            document.body.append(frame);
+            return frame.contentWindow.navigator.serviceWorker.register("/sw.js")
+              .then(() => "registered", (e) => e.name);
+          })(),
+        ])`,
+        });
+        assert.deepEqual(r.json.result, ["SecurityError", "SecurityError"]);
+        assert(!site.hits.includes("/sw.js"));
+      },
+    );
 
     await t.step("each identity has its own context and page", async () => {
       let r = await call(server, "/browser/navigate", { url: `${site.base}/cookie` });
