@@ -7,10 +7,18 @@
 
 import assert from "node:assert/strict";
 
-/** Make a fresh SANDBAR_HOME for this process (tests of one file share it). */
+/**
+ * Make a fresh SANDBAR_HOME for this process (tests of one file share it). It is removed when
+ * the process ends even if no test ran (a `--filter` that matches none skips `afterAll`).
+ */
 export async function useSandbarHome(): Promise<string> {
   const home = await Deno.makeTempDir({ prefix: "sbh-" });
   Deno.env.set("SANDBAR_HOME", home);
+  globalThis.addEventListener("unload", () => {
+    try {
+      Deno.removeSync(home, { recursive: true });
+    } catch { /* removed by dropSandbarHome */ }
+  });
   return home;
 }
 
