@@ -60,6 +60,11 @@ Deno.test("bad options are refused before anything starts", async () => {
   await assert.rejects(() => Sandbox.create({ envs: { SANDBAR_X: "x" } }), ValidationError);
   await assert.rejects(() => Sandbox.create({ cpu: 0 }), ValidationError);
   await assert.rejects(() => Sandbox.create({ provider: "nowhere" }), ValidationError);
+  await assert.rejects(
+    () => Sandbox.create({ policy: { paths: { allow: "/" } } }),
+    /Invalid policy: .*paths\.allow/,
+  );
+  await assert.rejects(() => Sandbox.create({ policy: { bogus: 1 } }), /unknown key "bogus"/);
   await assert.rejects(() => Sandbox.list({ limit: 0 }), ValidationError);
   await assert.rejects(
     () => Sandbox.list({ status: "sleeping" as SandboxStatus }),

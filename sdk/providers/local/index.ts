@@ -106,6 +106,27 @@ function policyFor(
 }
 
 /**
+ * Check a policy with the server's own schema before anything starts, so a mistake is a
+ * `ValidationError` naming the key, not a sandbox that fails to start. (The validator loads
+ * zod and jsonc-parser, so only policies given by the caller are checked this way.)
+ */
+async function validatePolicy(policy: Record<string, unknown>): Promise<void> {
+  let parsePolicy: typeof import("../../../server/policy/load.ts").parsePolicy;
+  try {
+    ({ parsePolicy } = await import("../../../server/policy/load.ts"));
+  } catch {
+    return; // no import map here for its npm packages: the server checks it when it starts
+  }
+  try {
+    parsePolicy(JSON.stringify(policy, null, 2), "policy");
+  } catch (e) {
+    throw new ValidationError(`Invalid policy: ${(e as Error).message}`, {
+      suggestion: "The policy has the server's policy file shape; see the server's README.",
+    });
+  }
+}
+
+/**
  * The local provider.
  *
  * @example
@@ -184,6 +205,7 @@ export class LocalProvider implements SandboxProvider {
       : undefined;
     const accessToken = newToken();
     const policy = policyFor(request, isolation, isolation === "bwrap" ? "/home/user" : dir.root);
+    if (request.policy !== undefined) await validatePolicy(policy);
     await Deno.mkdir(join(dir.run, "state"), { mode: 0o700 });
     const plan = launchPlan({
       policy,

@@ -30,6 +30,7 @@ import { ENDPOINTS } from "../../../server/endpoints.ts";
 import { permissionFlags } from "../../../server/permissions/index.ts";
 import { compilePolicy } from "../../../server/policy/compile.ts";
 import type { PolicyFile } from "../../../server/policy/schema.ts";
+import { ValidationError } from "../../errors/index.ts";
 import type { Isolation } from "./state.ts";
 
 /** What the launch plan is made from. */
@@ -170,14 +171,19 @@ function serverArgs(
 ) {
   const policyFile = join(paths.run, "policy.json");
   const stateDir = join(paths.run, "state");
-  const compiled = compilePolicy(policy as PolicyFile, {
-    root: paths.home,
-    env,
-    // Every id, built or not: the flags depend only on what the policy switches on.
-    implemented: new Set(ENDPOINTS.map((e) => e.id)),
-    defaultToken: env.SVC_SERVER_TOKEN,
-    configured: true,
-  });
+  let compiled;
+  try {
+    compiled = compilePolicy(policy as PolicyFile, {
+      root: paths.home,
+      env,
+      // Every id, built or not: the flags depend only on what the policy switches on.
+      implemented: new Set(ENDPOINTS.map((e) => e.id)),
+      defaultToken: env.SVC_SERVER_TOKEN,
+      configured: true,
+    });
+  } catch (e) {
+    throw new ValidationError(`Invalid policy: ${(e as Error).message}`);
+  }
   const flags = permissionFlags({
     policy: compiled,
     root: paths.home,

@@ -281,7 +281,8 @@ async function main(path: string): Promise<number> {
     state.capabilities = await discover(state, sup.gateways[0].port);
   } catch (e) {
     clearTimeout(timeout);
-    const message = `${(e as Error).message}\n${sup.tail}`.trim();
+    const printed = sup.tail.split("\n").filter((l) => !l.startsWith('{"event":')).join("\n");
+    const message = `${(e as Error).message}\n${printed}`.trim();
     await sup.stop();
     say({ event: "error", message });
     return 1;
