@@ -10,6 +10,7 @@
 import type { HTTPResponse, Page, PDFOptions } from "puppeteer-core";
 import { ApiError } from "../errors.ts";
 import { refusalError } from "../guards/urls/index.ts";
+import { evaluateScript, ScriptError } from "./evaluate.ts";
 import { pageFailure } from "./failures.ts";
 import type { PageReportsSnapshot } from "./page_reports.ts";
 import type { PageSession, Refusals } from "./session.ts";
@@ -262,27 +263,27 @@ export async function type(
   return { url: page.url(), title: await titleOf(page) };
 }
 
-/**
- * Serialize the script's value in the page, where it lives: `undefined` is `null`, a BigInt its
- * decimal text, and the rest what `JSON.stringify` makes of it (so a DOM node is `{}`).
- */
-function toJsonText(value: unknown): string {
-  return JSON.stringify(value, (_k, v) => typeof v === "bigint" ? v.toString() : v) ?? "null";
-}
+/** How long a page that passed an evaluation's deadline gets to show it still responds. */
+const RESPONSIVE_MS = 1000;
 
-/** Run the script and bring back its value as JSON text. */
-async function evaluateToJson(page: Page, script: string): Promise<string> {
-  const handle = await page.evaluateHandle(script);
+/** Whether the page's renderer answers a trivial evaluation in time. */
+async function responds(page: Page): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), RESPONSIVE_MS);
+  });
   try {
-    return await handle.evaluate(toJsonText);
+    return await Promise.race([page.evaluate("1").then(() => true, () => false), late]);
   } finally {
-    await handle.dispose().catch(() => {});
+    clearTimeout(timer);
   }
 }
 
 /**
- * Evaluate an expression in the page. On timeout the page is closed (a script that never
- * yields would hold the renderer), and the next operation starts on a new one.
+ * Evaluate a script in the page (see `evaluate.ts`). A script that runs past the deadline is
+ * stopped by the protocol; one whose promise never settles is left behind; a page whose
+ * renderer no longer answers (a loop after an `await`) is closed, and the next operation starts
+ * on a new one.
  */
 export async function evaluate(
   session: PageSession,
@@ -295,33 +296,33 @@ export async function evaluate(
   const expired = new Promise<"expired">((resolve) => {
     timer = setTimeout(() => resolve("expired"), timeoutMs);
   });
+  const late = `The script did not finish within ${timeoutMs} ms`;
   try {
-    const running = evaluateToJson(page, script);
+    const running = evaluateScript(page, script, timeoutMs);
     running.catch(() => {});
-    const outcome = await Promise.race([running.then((v) => ({ v })), expired]);
+    const outcome = await Promise.race([running.then((json) => ({ json })), expired]);
     if (outcome === "expired") {
+      if (await responds(page)) throw new ApiError("timeout", late);
       await session.resetPage();
-      throw new ApiError(
-        "timeout",
-        `The script did not finish within ${timeoutMs} ms; the page was closed`,
-      );
+      throw new ApiError("timeout", `${late}; the page stopped answering and was closed`);
     }
-    return { result: JSON.parse(outcome.v) };
+    return { result: JSON.parse(outcome.json) };
   } catch (e) {
+    if (e instanceof ScriptError && /Execution was terminated/.test(e.message)) {
+      throw new ApiError("timeout", late);
+    }
+    if (e instanceof ScriptError) {
+      throw new ApiError("invalid_arguments", `The script failed: ${e.message}`, {
+        param: "script",
+      });
+    }
     throw pageFailure(
       e,
-      `The script did not finish within ${timeoutMs} ms`,
-      (err) => {
-        if (/Execution context was destroyed/.test(err.message)) {
-          return new ApiError("conflict", "The page navigated while the script ran", {
-            cause: err,
-          });
-        }
-        const first = err.message.split("\n")[0];
-        return new ApiError("invalid_arguments", `The script failed: ${first}`, {
-          param: "script",
-        });
-      },
+      late,
+      (err) =>
+        /Execution context was destroyed|Cannot find default execution context/.test(err.message)
+          ? new ApiError("conflict", "The page navigated while the script ran", { cause: err })
+          : err,
     );
   } finally {
     clearTimeout(timer);

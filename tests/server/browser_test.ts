@@ -311,9 +311,32 @@ Deno.test("browser: real Chromium on loopback pages", async (t) => {
       assert.deepEqual(r.json.code, "invalid_arguments");
       assert.deepEqual(r.json.param, "script");
       assert.match(String(r.json.error), /nope is not defined/);
+      // Statements and top-level await, and names that may be declared again, as in a console.
+      for (let i = 0; i < 2; i++) {
+        r = await call(server, "/browser/evaluate", {
+          script: "const n = await Promise.resolve(20); n + 22",
+        });
+        assert.deepEqual(r.json, { result: 42 });
+      }
+      r = await call(server, "/browser/evaluate", { script: "Promise.reject(new TypeError('x'))" });
+      assert.deepEqual([r.status, r.json.error], [400, "The script failed: TypeError: x"]);
+      // A loop is stopped and the page kept; a promise that never settles is left behind.
       r = await call(server, "/browser/evaluate", { script: "while (true) {}", timeout_ms: 1000 });
-      assert.deepEqual(r.status, 504);
-      assert.deepEqual(r.json.code, "timeout");
+      assert.deepEqual([r.status, r.json.code], [504, "timeout"]);
+      r = await call(server, "/browser/evaluate", {
+        script: "new Promise(() => {})",
+        timeout_ms: 500,
+      });
+      assert.deepEqual([r.status, r.json.code], [504, "timeout"]);
+      r = await call(server, "/browser/evaluate", { script: "document.title" });
+      assert.deepEqual(r.json, { result: "Console" });
+      // A loop that starts after the script returned hangs the renderer: the page is replaced.
+      r = await call(server, "/browser/evaluate", {
+        script: "setTimeout(() => { while (true) {} }, 10); new Promise(() => {})",
+        timeout_ms: 1000,
+      });
+      assert.deepEqual([r.status, r.json.code], [504, "timeout"]);
+      assert.match(String(r.json.error), /closed/);
       r = await call(server, "/browser/evaluate", { script: "location.href + '|' + (1 + 1)" });
       assert.deepEqual(r.json, { result: "about:blank|2" });
     });
