@@ -17,15 +17,12 @@
  */
 
 import { parseArgs } from "node:util";
-import { fileURLToPath } from "node:url";
 import { HANDLERS } from "./handlers/mod.ts";
 import { jsonLinesSink } from "./middleware/audit/index.ts";
-import { permissionFlags } from "./permissions/index.ts";
+import { narrowedServerArgv } from "./launch.ts";
 import { compilePolicy } from "./policy/compile.ts";
 import { loadPolicyFile, PolicyLoadError } from "./policy/load.ts";
 import { generateToken, startServer } from "./serve.ts";
-
-const NARROWED = "SANDBAR_NARROWED";
 
 function parse(args: string[]) {
   const { values } = parseArgs({
@@ -71,7 +68,7 @@ async function launch(args: Args, raw: string[]): Promise<number> {
     configured: file !== undefined,
   });
   const stateDir = await Deno.makeTempDir({ prefix: "sandbar-" });
-  const flags = permissionFlags({
+  const argv = narrowedServerArgv({
     policy,
     root: args.root,
     host: args.host,
@@ -79,21 +76,11 @@ async function launch(args: Args, raw: string[]): Promise<number> {
     commandsFile: args.commands,
     auditLog: args["audit-log"],
     policyFile: args.policy,
+    serverArgs: raw,
   });
-  // The import map lives in the package's deno.json; the server may run from any directory.
-  const config = new URL("../deno.json", import.meta.url);
-  const configArgs = config.protocol === "file:" ? ["--config", fileURLToPath(config)] : [];
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--no-prompt",
-      "--unstable-no-legacy-abort",
-      ...configArgs,
-      ...flags,
-      fileURLToPath(import.meta.url),
-      ...raw,
-    ],
-    env: { [NARROWED]: "1", SVC_SERVER_TOKEN: token, SANDBAR_STATE_DIR: stateDir },
+  const child = new Deno.Command(argv[0], {
+    args: argv.slice(1),
+    env: { SVC_SERVER_TOKEN: token, SANDBAR_STATE_DIR: stateDir },
     stdin: "null",
   }).spawn();
   const forward = (signal: Deno.Signal) => () => {
@@ -148,8 +135,7 @@ if (import.meta.main) {
   try {
     const raw = Deno.args;
     const args = parse(raw);
-    const inProcess = Deno.env.get(NARROWED) === "1" || args["no-narrow"];
-    code = inProcess ? await serve(args) : await launch(args, raw);
+    code = args["no-narrow"] ? await serve(args) : await launch(args, raw);
   } catch (e) {
     const message = e instanceof PolicyLoadError ? e.message : `${(e as Error).message}`;
     console.error(`sandbar: ${message}`);

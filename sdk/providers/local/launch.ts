@@ -27,7 +27,7 @@
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ENDPOINTS } from "../../../server/endpoints.ts";
-import { permissionFlags } from "../../../server/permissions/index.ts";
+import { narrowedServerArgv } from "../../../server/launch.ts";
 import { compilePolicy } from "../../../server/policy/compile.ts";
 import type { PolicyFile } from "../../../server/policy/schema.ts";
 import { ValidationError } from "../../errors/index.ts";
@@ -156,11 +156,10 @@ function etcBinds(): string[] {
 }
 
 /**
- * The server's command line, already narrowed. `server/main.ts` run with `-A` is a launcher
- * that computes the narrowed Deno permissions and starts the real server as its child: two
- * Deno start-ups. Here the same flags are computed by the same functions (`compilePolicy`,
- * `permissionFlags`) and the server is started once, narrowed, with `--no-narrow` (serve in
- * this process): half the start time, the same permissions.
+ * The server's command line, already narrowed: `server/main.ts` run with `-A` is a launcher
+ * that starts the real server as its child (two Deno start-ups); the sandbox starts the narrowed
+ * server at once with the same command line the launcher uses (`narrowedServerArgv`): half the
+ * start time, the same permissions.
  */
 function serverArgs(
   deno: string,
@@ -184,33 +183,24 @@ function serverArgs(
   } catch (e) {
     throw new ValidationError(`Invalid policy: ${(e as Error).message}`);
   }
-  const flags = permissionFlags({
+  const argv = narrowedServerArgv({
+    deno,
+    packageDir: pkg,
     policy: compiled,
     root: paths.home,
     host: "127.0.0.1",
     stateDir,
     commandsFile: paths.commands,
     policyFile,
-  });
-  return {
-    stateDir,
-    argv: [
-      deno,
-      "run",
-      "--no-prompt",
-      "--unstable-no-legacy-abort",
-      "--config",
-      join(pkg, "deno.json"),
-      ...flags,
-      join(pkg, "server/main.ts"),
-      "--no-narrow",
+    serverArgs: [
       "--root",
       paths.home,
       "--policy",
       policyFile,
       ...(paths.commands ? ["--commands", paths.commands] : []),
     ],
-  };
+  });
+  return { stateDir, argv };
 }
 
 /**
