@@ -73,6 +73,12 @@ function navigationFailure(e: unknown, url: string, ms: number, refusals: Refusa
   const viaProxy = /ERR_SOCKS|ERR_PROXY|ERR_TUNNEL/.test(message);
   const connection = refusals.connections.at(-1);
   if (viaProxy && connection) return refusalError(connection, "url");
+  const unreachable = refusals.unreachable.at(-1);
+  if (viaProxy && unreachable) {
+    return new ApiError("invalid_request", `Navigation failed: ${unreachable} (${url})`, {
+      param: "url",
+    });
+  }
   return pageFailure(e, `Navigation to ${url} did not finish within ${ms} ms`, (err) => {
     const net = /net::ERR_[A-Z_]+/.exec(err.message)?.[0];
     if (net) {

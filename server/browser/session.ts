@@ -32,6 +32,8 @@ export interface Refusals {
   mainFrame?: UrlRefusal;
   /** Refusals of the proxy (connections), which cannot be tied to one request. */
   connections: UrlRefusal[];
+  /** Connections the proxy allowed but could not make, as sentences. */
+  unreachable: string[];
 }
 
 /**
@@ -73,8 +75,9 @@ export class PageSession {
   /** Open a context for `identity` whose every connection goes through a new guard proxy. */
   static async open(browser: Browser, guard: UrlGuard, identity: string): Promise<PageSession> {
     let session: PageSession | undefined;
-    const proxy = SocksGuard.listen(guard, (r) => {
-      if (session) session.#refused(r, true);
+    const proxy = SocksGuard.listen(guard, {
+      refused: (r) => session?.refusedConnection(r),
+      unreachable: (_target, why) => session?.unreachableConnection(why),
     });
     try {
       const context = await browser.createBrowserContext({
@@ -98,7 +101,7 @@ export class PageSession {
     const next = this.#queue.then(async () => {
       if (this.#closed) throw new Error("Target closed: the browser session ended");
       const page = await this.page();
-      const refusals: Refusals = { all: [], connections: [] };
+      const refusals: Refusals = { all: [], connections: [], unreachable: [] };
       this.#collector = refusals;
       try {
         return await op(page, refusals);
@@ -174,6 +177,16 @@ export class PageSession {
     }
     if (main) this.navigation.started();
     request.continue().catch(() => {});
+  }
+
+  /** The proxy could not make a connection it allowed. */
+  unreachableConnection(why: string): void {
+    this.#collector?.unreachable.push(why);
+  }
+
+  /** The proxy refused a connection of this context. */
+  refusedConnection(refusal: UrlRefusal): void {
+    this.#refused(refusal, true);
   }
 
   #refused(refusal: UrlRefusal, connection: boolean, mainFrame = false): void {

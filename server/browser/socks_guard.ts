@@ -29,8 +29,13 @@ const REPLY = {
   addressNotSupported: 0x08,
 } as const;
 
-/** A refused connection, reported to the context's console buffer. */
-export type ConnectionRefusal = UrlRefusal;
+/** What the proxy tells its context about. */
+export interface ProxyEvents {
+  /** A connection the guard refused (reported to the context's console buffer). */
+  refused(refusal: UrlRefusal): void;
+  /** A connection the guard allowed but that could not be made: `host:port` and why. */
+  unreachable(target: string, why: string): void;
+}
 
 /** Reads exact byte counts from a connection. */
 class ExactReader {
@@ -89,7 +94,10 @@ async function connectAny(
  *
  * @example
  * ```ts ignore
- * const proxy = SocksGuard.listen(guard, (refusal) => console.log(refusal.rule));
+ * const proxy = SocksGuard.listen(guard, {
+ *   refused: (refusal) => console.log(refusal.rule),
+ *   unreachable: (target, why) => console.log(target, why),
+ * });
  * // Chromium: --proxy-server=socks5://127.0.0.1:<proxy.port>
  * await proxy.close();
  * ```
@@ -97,21 +105,21 @@ async function connectAny(
 export class SocksGuard {
   readonly #listener: Deno.Listener;
   readonly #guard: UrlGuard;
-  readonly #onRefused: (r: ConnectionRefusal) => void;
+  readonly #events: ProxyEvents;
   readonly #open = new Set<Deno.Conn>();
   readonly #accepting: Promise<void>;
   readonly #handlers = new Set<Promise<void>>();
 
-  private constructor(guard: UrlGuard, onRefused: (r: ConnectionRefusal) => void) {
+  private constructor(guard: UrlGuard, events: ProxyEvents) {
     this.#guard = guard;
-    this.#onRefused = onRefused;
+    this.#events = events;
     this.#listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
     this.#accepting = this.#accept();
   }
 
   /** Start a proxy on a free loopback port. */
-  static listen(guard: UrlGuard, onRefused: (r: ConnectionRefusal) => void): SocksGuard {
-    return new SocksGuard(guard, onRefused);
+  static listen(guard: UrlGuard, events: ProxyEvents): SocksGuard {
+    return new SocksGuard(guard, events);
   }
 
   /** The port it listens on. */
@@ -180,14 +188,18 @@ export class SocksGuard {
         try {
           addresses = await resolveAll(host);
         } catch {
+          this.#events.unreachable(`${host}:${port}`, `the name ${host} was not found`);
           return await this.#reply(client, REPLY.hostUnreachable);
         }
         refusal = this.#guard.checkConnection(host, port, addresses);
         if (!refusal) upstream = await connectAny(addresses, port);
-        if (!refusal && !upstream) return await this.#reply(client, REPLY.refused);
+        if (!refusal && !upstream) {
+          this.#events.unreachable(`${host}:${port}`, `${host}:${port} refused the connection`);
+          return await this.#reply(client, REPLY.refused);
+        }
       }
       if (refusal) {
-        this.#onRefused(refusal);
+        this.#events.refused(refusal);
         return await this.#reply(client, REPLY.notAllowed);
       }
       this.#track(upstream!);

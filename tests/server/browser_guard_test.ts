@@ -156,8 +156,12 @@ Deno.test("socks guard: allowed connections flow, refused ones never connect", a
   })();
   const port = listener.addr.port;
   const refused: string[] = [];
-  const guard = new UrlGuard([`http://127.0.0.1:${port}`, "http://*:*"], []);
-  const proxy = SocksGuard.listen(guard, (r) => refused.push(`${r.rule} ${r.url}`));
+  const guard = new UrlGuard([`http://127.0.0.1:${port}`, "http://127.0.0.1:1", "http://*:*"], []);
+  const unreachable: string[] = [];
+  const proxy = SocksGuard.listen(guard, {
+    refused: (r) => refused.push(`${r.rule} ${r.url}`),
+    unreachable: (_target, why) => unreachable.push(why),
+  });
   try {
     const ok = await socksConnect(proxy.port, "127.0.0.1", port);
     assert.equal(ok.code, 0);
@@ -181,6 +185,13 @@ Deno.test("socks guard: allowed connections flow, refused ones never connect", a
       `private:loopback 127.0.0.1:${port + 1 === 65536 ? 1 : port + 1}`,
     ]);
     assert.equal(accepted, 1, "refused connections never reached the listener");
+
+    // Allowed, but nothing listens there: a failure, not a refusal.
+    const closed = await socksConnect(proxy.port, "127.0.0.1", 1);
+    assert.equal(closed.code, 5);
+    closed.conn.close();
+    assert.deepEqual(unreachable, ["127.0.0.1:1 refused the connection"]);
+    assert.equal(refused.length, 2);
   } finally {
     await proxy.close();
     listener.close();

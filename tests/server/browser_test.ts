@@ -67,6 +67,10 @@ function startSite(): Site {
           return html(`<title>Cookie</title>`, { "set-cookie": "who=first; Path=/" });
         case "/whoami":
           return html(`<title>${req.headers.get("cookie") ?? "nobody"}</title>`);
+        case "/never":
+          // Answers only when the site closes.
+          await new Promise((resolve) => abort.signal.addEventListener("abort", resolve));
+          return html(`<title>Late</title>`);
         case "/sw.js":
           return new Response(`fetch("/from-service-worker")`, {
             headers: { "content-type": "text/javascript" },
@@ -355,6 +359,19 @@ Deno.test("browser: real Chromium on loopback pages", async (t) => {
       assert.deepEqual(r.status, 400);
       assert.deepEqual(r.json.code, "invalid_arguments");
       assert.deepEqual(r.json.param, "force");
+    });
+
+    await t.step("navigation failures: unreachable, too slow", async () => {
+      const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+      const closedPort = probe.addr.port;
+      probe.close();
+      let r = await call(server, "/browser/navigate", { url: `http://127.0.0.1:${closedPort}/` });
+      assert.deepEqual([r.status, r.json.code], [400, "invalid_request"], JSON.stringify(r.json));
+      assert.match(String(r.json.error), new RegExp(`127\\.0\\.0\\.1:${closedPort} refused`));
+      r = await call(server, "/browser/navigate", { url: `${site.base}/never`, timeout_ms: 500 });
+      assert.deepEqual([r.status, r.json.code], [504, "timeout"]);
+      r = await call(server, "/browser/content");
+      assert.deepEqual(r.json.url, "about:blank");
     });
 
     await t.step("a redirect to a refused address is refused", async () => {
