@@ -12,10 +12,11 @@
  * 5. `url_denied` rule `self`: the server's own ports on loopback; a page never reaches the API.
  * 6. `url_denied` rule `private:<range>`: the destination address is loopback, link-local,
  *    private, shared, unspecified, multicast or reserved (see `addresses.ts`), and no `url_allow`
- *    pattern with a specific host (not the bare `*`) matches the URL, or the host and port of the
- *    connection. Names are judged by the addresses they resolve to, at the moment the proxy
- *    connects (so DNS rebinding cannot swap the address between check and use); `localhost` and
- *    `*.localhost` are loopback by name.
+ *    pattern with a specific host (not the bare `*`) matches the name asked for (never the
+ *    address it resolved to: allowing `127.0.0.1` must not let a rebinding attacker's name in).
+ *    Names are judged by every address they resolve to, at the moment the proxy connects, and
+ *    the proxy connects to one of exactly those (so DNS rebinding cannot swap the address
+ *    between check and use); `localhost` and `*.localhost` are loopback by name.
  *
  * Pattern syntax: see `patterns.ts` and `docs/server/browser.md`.
  *
