@@ -61,6 +61,20 @@ function serveSite(signal: AbortSignal) {
   });
 }
 
+/** puppeteer's launch options for the baseline: the required flags only, no guard. */
+function directLaunchOptions(executablePath: string, profile: string) {
+  return {
+    executablePath,
+    args: [...REQUIRED_FLAGS, `--user-data-dir=${profile}`],
+    ignoreDefaultArgs: true,
+    pipe: true,
+    defaultViewport: null,
+    handleSIGINT: false,
+    handleSIGTERM: false,
+    handleSIGHUP: false,
+  };
+}
+
 /** Run the benchmark; returns the p50 ratio. */
 export async function main(args: string[] = Deno.args): Promise<number> {
   const { values } = parseArgs({
@@ -83,16 +97,7 @@ export async function main(args: string[] = Deno.args): Promise<number> {
     }
   }
   const profile = await Deno.makeTempDir({ prefix: "sandbar-bench-browser-" });
-  const browser = await puppeteer.launch({
-    executablePath,
-    args: [...REQUIRED_FLAGS, `--user-data-dir=${profile}`],
-    ignoreDefaultArgs: true,
-    pipe: true,
-    defaultViewport: null,
-    handleSIGINT: false,
-    handleSIGTERM: false,
-    handleSIGHUP: false,
-  });
+  const browser = await puppeteer.launch(directLaunchOptions(executablePath, profile));
   try {
     await using server = await startTestServer({
       policy: { endpoints: { browser: true }, url_allow: ["http://127.0.0.1:*"] },
@@ -169,16 +174,7 @@ async function compareLibraries(executablePath: string, pageUrl: string, runs: n
   const dir = await Deno.makeTempDir({ prefix: "sandbar-bench-libraries-" });
   const launch = { pptr: [] as number[], pw: [] as number[] };
   const close = { pptr: [] as number[], pw: [] as number[] };
-  const pptrOptions = (profile: string) => ({
-    executablePath,
-    args: [...REQUIRED_FLAGS, `--user-data-dir=${profile}`],
-    ignoreDefaultArgs: true,
-    pipe: true,
-    defaultViewport: null,
-    handleSIGINT: false,
-    handleSIGTERM: false,
-    handleSIGHUP: false,
-  });
+  const pptrOptions = (profile: string) => directLaunchOptions(executablePath, profile);
   // playwright refuses --user-data-dir with launch() (only its persistent context takes one).
   const pwOptions = { executablePath, args: [...REQUIRED_FLAGS] };
   try {
