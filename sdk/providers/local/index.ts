@@ -215,9 +215,12 @@ export class LocalProvider implements SandboxProvider {
       runDir: dir.run,
       envs: request.envs,
       serverToken,
+      access: { env: ACCESS_TOKEN_ENV, token: accessToken },
       commandsFile,
     });
-    plan.env[ACCESS_TOKEN_ENV] = accessToken;
+    for (const [name, value] of Object.entries(plan.secrets)) {
+      await writeAtomic(join(dir.run, name), `${value}\n`, 0o600);
+    }
     await writeAtomic(join(dir.run, "policy.json"), JSON.stringify(policy, null, 2), 0o600);
     const now = Date.now();
     const startTimeout = request.requestTimeout ?? DEFAULT_START_TIMEOUT;

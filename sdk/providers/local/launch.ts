@@ -47,6 +47,8 @@ export interface LaunchInputs {
   envs: Record<string, string>;
   /** The in-sandbox server's token. */
   serverToken: string;
+  /** The token of the files-only access identity, and the variable the policy reads it from. */
+  access: { env: string; token: string };
   /** A named-commands file on the host. */
   commandsFile?: string;
   /** The in-sandbox server's policy (written to `policy.json` in the run directory). */
@@ -61,6 +63,12 @@ export interface LaunchPlan {
   env: Record<string, string>;
   /** The home directory inside. */
   home: string;
+  /**
+   * Files to write (mode 0600) in the run directory before starting, by name. With bubblewrap
+   * the tokens go this way rather than through the environment: bubblewrap's own processes
+   * (PID 1 inside) keep their environment readable by anything running as the same user.
+   */
+  secrets: Record<string, string>;
 }
 
 /** The package's root directory on disk (the local provider runs `server/main.ts` from it). */
@@ -228,6 +236,7 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     DENO_NO_UPDATE_CHECK: "1",
     ...inputs.envs,
     SVC_SERVER_TOKEN: inputs.serverToken,
+    [inputs.access.env]: inputs.access.token,
   };
   if (!bwrap) {
     const paths = { home, run: inputs.runDir, commands: inputs.commandsFile };
@@ -237,7 +246,12 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     // No PID namespace here: tie the server's life to the supervisor's (as bubblewrap's
     // --die-with-parent does) so a killed supervisor cannot leave it running.
     const setpriv = onPath("setpriv");
-    return { argv: setpriv ? [setpriv, "--pdeathsig", "KILL", ...argv] : argv, env, home };
+    return {
+      argv: setpriv ? [setpriv, "--pdeathsig", "KILL", ...argv] : argv,
+      env,
+      home,
+      secrets: {},
+    };
   }
   const commandsInside = inputs.commandsFile
     ? join(INSIDE_COMMANDS, basename(inputs.commandsFile))
@@ -263,8 +277,23 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
   // (without the relay the sandbox is unreachable).
   // The relay needs nothing from the cache, and Deno starts ~150 ms slower on a read-only
   // DENO_DIR (SQLite rebuilds the caches' WAL index in memory), so it gets a fresh one.
-  const script = `{ DENO_DIR=/tmp/.sandbar-relay ${relay.map(shellQuote).join(" ")}; kill $$; } ` +
-    `& exec ${server.map(shellQuote).join(" ")}`;
+  // The tokens are read from their files only after the relay has forked (so no other process
+  // holds them), the files are removed, and they reach the server alone through its environment;
+  // the server then marks itself non-dumpable (server/hardening.ts).
+  const secretVars = { SVC_SERVER_TOKEN: "server_token", [inputs.access.env]: "access_token" };
+  const secrets: Record<string, string> = {};
+  const reads: string[] = [];
+  const assigns: string[] = [];
+  for (const [variable, file] of Object.entries(secretVars)) {
+    secrets[file] = env[variable];
+    delete env[variable];
+    const path = shellQuote(join(INSIDE_RUN, file));
+    reads.push(`read -r ${variable} < ${path} && rm -f ${path}`);
+    assigns.push(`${variable}="$${variable}"`);
+  }
+  const script =
+    `{ DENO_DIR=/tmp/.sandbar-relay ${relay.map(shellQuote).join(" ")}; kill $$; } & ` +
+    `${reads.join(" && ")} && ${assigns.join(" ")} exec ${server.map(shellQuote).join(" ")}`;
   const argv = [
     bwrap,
     "--unshare-all",
@@ -316,5 +345,5 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     "-c",
     script,
   ];
-  return { argv, env, home };
+  return { argv, env, home, secrets };
 }

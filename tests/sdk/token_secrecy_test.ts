@@ -1,0 +1,46 @@
+// Code running inside a local sandbox cannot find the sandbox's tokens: not in any process's
+// environment or command line, not in a file, and not by reading the server's /proc entries.
+import assert from "node:assert/strict";
+import { Sandbox } from "../../sdk/mod.ts";
+import { assertNothingLeft, dropSandbarHome, useSandbarHome } from "./sandbox_helpers.ts";
+
+const home = await useSandbarHome();
+
+Deno.test({
+  name: "the server and access tokens are not readable from inside the sandbox",
+  ignore: !Deno.build.os.startsWith("linux"),
+  fn: async () => {
+    await using sandbox = await Sandbox.create();
+    const id = sandbox.id;
+    const state = JSON.parse(await Deno.readTextFile(`${home}/sandboxes/${id}/state.json`));
+    const tokens: string[] = [state.serverToken, state.accessToken];
+    assert.ok(tokens.every((t) => typeof t === "string" && t.length >= 16));
+    const search = await sandbox.commands.run(
+      [
+        // Everything a same-user process could try: every environ and cmdline, and every file
+        // the sandbox can see outside the system directories.
+        'for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do cat "$f" 2>/dev/null; echo; done',
+        "find / -xdev \\( -path /proc -o -path /sys -o -path /usr -o -path /dev \\) -prune -o " +
+        "-type f -size -2M -print 2>/dev/null | xargs -r cat 2>/dev/null",
+      ].join("; "),
+      { timeout: 60 },
+    );
+    for (const token of tokens) {
+      assert.ok(!search.stdout.includes(token), "a token was found inside the sandbox");
+    }
+    // The server's own /proc entries are closed to the sandbox's processes.
+    const server = await sandbox.commands.run(
+      "for p in /proc/[0-9]*; do case \"$(cat $p/cmdline 2>/dev/null | tr '\\0' ' ')\" in " +
+        "*/deno\\ run*server/main.ts*) cat $p/environ >/dev/null 2>&1 && echo readable || echo closed;; " +
+        "esac; done",
+    );
+    assert.match(server.stdout, /closed/);
+    assert.doesNotMatch(server.stdout, /readable/);
+    await sandbox.kill();
+    await assertNothingLeft(home, id);
+  },
+});
+
+Deno.test("cleanup", async () => {
+  await dropSandbarHome(home);
+});
