@@ -57,6 +57,15 @@ const SERVER_FLAGS: readonly string[] = [
   "--proxy-bypass-list=<-loopback>",
 ];
 
+/** Whether a file exists; a path the server may not even look at counts as missing. */
+function exists(path: string): boolean {
+  try {
+    return existsSync(path);
+  } catch {
+    return false;
+  }
+}
+
 /**
  * The Chromium executable: `$SANDBAR_CHROMIUM`, else the first candidate that exists.
  *
@@ -67,8 +76,8 @@ const SERVER_FLAGS: readonly string[] = [
  */
 export function findChromium(env: Readonly<Record<string, string | undefined>>): string | null {
   const chosen = env.SANDBAR_CHROMIUM;
-  if (chosen) return existsSync(chosen) ? chosen : null;
-  return CHROMIUM_CANDIDATES.find((p) => existsSync(p)) ?? null;
+  if (chosen) return exists(chosen) ? chosen : null;
+  return CHROMIUM_CANDIDATES.find(exists) ?? null;
 }
 
 /** The command-line flags for a profile directory. */
@@ -99,8 +108,6 @@ export function chromiumEnv(dir: string): Record<string, string> {
 export interface LaunchedChromium {
   /** The puppeteer handle. */
   browser: Browser;
-  /** The process id of Chromium's browser process. */
-  pid: number | undefined;
   /** The directory holding the profile, home and temp files; removed on close. */
   dir: string;
 }
@@ -137,7 +144,7 @@ export async function launchChromium(
       timeout: 60_000,
       protocolTimeout: 180_000,
     });
-    return { browser, pid: browser.process()?.pid, dir };
+    return { browser, dir };
   } catch (e) {
     await Deno.remove(dir, { recursive: true }).catch(() => {});
     throw e;

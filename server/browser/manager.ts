@@ -48,11 +48,6 @@ export class BrowserManager implements Service {
     this.#options = options;
   }
 
-  /** The process id of the running Chromium, if one runs (for diagnostics). */
-  async pid(): Promise<number | undefined> {
-    return (await this.#chromium?.catch(() => null))?.pid;
-  }
-
   /** The URL guard of every session. */
   get guard(): UrlGuard {
     return this.#options.guard;

@@ -99,6 +99,9 @@ export function permissionFlags(inputs: PermissionInputs): string[] {
   // into each PATH directory and at the Deno that runs run_code's JavaScript. Listing where
   // programs live reveals nothing the shell cannot already see.
   for (const dir of (Deno.env.get("PATH") ?? "").split(":")) if (isAbsolute(dir)) read.add(dir);
+  // puppeteer checks that the Chromium it launches exists; a chosen one may live anywhere.
+  const chromium = Deno.env.get("SANDBAR_CHROMIUM");
+  if (browserEnabled(policy) && chromium && isAbsolute(chromium)) read.add(chromium);
   read.add(dirname(Deno.execPath()));
   if (inputs.commandsFile) read.add(dirname(resolve(inputs.commandsFile)));
   if (inputs.policyFile) read.add(resolve(inputs.policyFile));

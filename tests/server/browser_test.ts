@@ -601,3 +601,17 @@ Deno.test("browser: off unless switched on, with the matching rule", async (t) =
     assert.match(err, /url_allow: "127\.0\.0\.1:\*" is not scheme:\/\/host/);
   });
 });
+
+Deno.test("browser: a missing Chromium is a clear error, and nothing is left half made", async () => {
+  await using server = await startTestServer({
+    policy: { endpoints: { browser: true }, url_allow: ["http://127.0.0.1:*"] },
+    env: { SANDBAR_CHROMIUM: "/nonexistent/chromium" },
+  });
+  for (let i = 0; i < 2; i++) {
+    const r = await call(server, "/browser/navigate", { url: "http://127.0.0.1:9/" });
+    assert.deepEqual(r.status, 500);
+    assert.match(String(r.json.error), /Chromium was not found.*SANDBAR_CHROMIUM/);
+  }
+  const c = await call(server, "/browser/console");
+  assert.deepEqual(c.json, { messages: [], errors: [], blocked: [], dropped: 0 });
+});
