@@ -10,7 +10,7 @@
 import type { HTTPResponse, Page, PDFOptions } from "puppeteer-core";
 import { ApiError } from "../errors.ts";
 import { refusalError } from "../guards/urls/index.ts";
-import { evaluateScript, ScriptError } from "./evaluate.ts";
+import { evaluateScript, ScriptError, TERMINATED } from "./evaluate.ts";
 import { pageFailure } from "./failures.ts";
 import type { PageReportsSnapshot } from "./page_reports.ts";
 import type { PageSession, Refusals } from "./session.ts";
@@ -270,7 +270,12 @@ export async function type(
 }
 
 /** How long a page that passed an evaluation's deadline gets to show it still responds. */
-const RESPONSIVE_MS = 1000;
+const RESPONSIVE_MS = 2000;
+/**
+ * Past an evaluation's deadline, how long the protocol gets to report that it stopped the
+ * script, before the page is probed (so a busy machine does not cost a page that was fine).
+ */
+const TERMINATION_GRACE_MS = 500;
 
 /** Whether the page's renderer answers a trivial evaluation in time. */
 async function responds(page: Page): Promise<boolean> {
@@ -300,7 +305,7 @@ export async function evaluate(
   await session.navigation.settled(timeoutMs);
   let timer: ReturnType<typeof setTimeout> | undefined;
   const expired = new Promise<"expired">((resolve) => {
-    timer = setTimeout(() => resolve("expired"), timeoutMs);
+    timer = setTimeout(() => resolve("expired"), timeoutMs + TERMINATION_GRACE_MS);
   });
   const late = `The script did not finish within ${timeoutMs} ms`;
   try {
@@ -314,7 +319,7 @@ export async function evaluate(
     }
     return { result: JSON.parse(outcome.json) };
   } catch (e) {
-    if (e instanceof ScriptError && /Execution was terminated/.test(e.message)) {
+    if (e instanceof ScriptError && e.message.includes(TERMINATED)) {
       throw new ApiError("timeout", late);
     }
     if (e instanceof ScriptError) {

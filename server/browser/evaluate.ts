@@ -9,6 +9,9 @@
 
 import type { CDPSession, Page } from "puppeteer-core";
 
+/** The message of a script stopped at its deadline. */
+export const TERMINATED = "Execution was terminated";
+
 /** The script threw, or did not parse. */
 export class ScriptError extends Error {
   /** The page's message. */
@@ -78,6 +81,7 @@ function sessionOf(page: Page): Promise<CDPSession> {
  */
 export async function evaluateScript(page: Page, script: string, timeoutMs: number) {
   const cdp = await sessionOf(page);
+  const started = performance.now();
   const evaluated = await cdp.send("Runtime.evaluate", {
     expression: script,
     replMode: true,
@@ -86,6 +90,10 @@ export async function evaluateScript(page: Page, script: string, timeoutMs: numb
     userGesture: true,
     // Stops a script that never yields (`while (true) {}`) without losing the page.
     timeout: timeoutMs,
+  }).catch((e: Error) => {
+    // Chromium reports the stop either as an exception or as a bare "Internal error".
+    if (performance.now() - started >= timeoutMs) throw new ScriptError(TERMINATED);
+    throw e;
   }) as { result: RemoteObject; exceptionDetails?: ExceptionDetails };
   if (evaluated.exceptionDetails) throw failure(evaluated.exceptionDetails);
   let result = evaluated.result;

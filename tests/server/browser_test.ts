@@ -326,12 +326,12 @@ Deno.test("browser: real Chromium on loopback pages", async (t) => {
       assert.deepEqual([r.status, r.json.error], [400, "The script failed: TypeError: x"]);
       // A loop is stopped and the page kept; a promise that never settles is left behind.
       r = await call(server, "/browser/evaluate", { script: "while (true) {}", timeout_ms: 1000 });
-      assert.deepEqual([r.status, r.json.code], [504, "timeout"]);
+      assert.deepEqual([r.status, r.json.code], [504, "timeout"], JSON.stringify(r.json));
       r = await call(server, "/browser/evaluate", {
         script: "new Promise(() => {})",
         timeout_ms: 500,
       });
-      assert.deepEqual([r.status, r.json.code], [504, "timeout"]);
+      assert.deepEqual([r.status, r.json.code], [504, "timeout"], JSON.stringify(r.json));
       r = await call(server, "/browser/evaluate", { script: "document.title" });
       assert.deepEqual(r.json, { result: "Console" });
       // A loop that starts after the script returned hangs the renderer: the page is replaced.
@@ -339,7 +339,7 @@ Deno.test("browser: real Chromium on loopback pages", async (t) => {
         script: "setTimeout(() => { while (true) {} }, 10); new Promise(() => {})",
         timeout_ms: 1000,
       });
-      assert.deepEqual([r.status, r.json.code], [504, "timeout"]);
+      assert.deepEqual([r.status, r.json.code], [504, "timeout"], JSON.stringify(r.json));
       assert.match(String(r.json.error), /closed/);
       r = await call(server, "/browser/evaluate", { script: "location.href + '|' + (1 + 1)" });
       assert.deepEqual(r.json, { result: "about:blank|2" });
@@ -369,7 +369,7 @@ Deno.test("browser: real Chromium on loopback pages", async (t) => {
       assert.deepEqual([r.status, r.json.code], [400, "invalid_request"], JSON.stringify(r.json));
       assert.match(String(r.json.error), new RegExp(`127\\.0\\.0\\.1:${closedPort} refused`));
       r = await call(server, "/browser/navigate", { url: `${site.base}/never`, timeout_ms: 500 });
-      assert.deepEqual([r.status, r.json.code], [504, "timeout"]);
+      assert.deepEqual([r.status, r.json.code], [504, "timeout"], JSON.stringify(r.json));
       r = await call(server, "/browser/content");
       assert.deepEqual(r.json.url, "about:blank");
     });
