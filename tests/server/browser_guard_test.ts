@@ -117,6 +117,11 @@ Deno.test("url guard: order of rules, private access only by a specific host", (
   // to request interception, so 127.0.0.1:8080 connects.
   assert.equal(conn("bad.example.com", 443, []), "url_deny:https://bad.example.com/*");
   assert.equal(conn("::1", 8080, ["::1"]), "private:loopback");
+
+  // A server on every interface is reached on the machine's private addresses too.
+  const everywhere = new UrlGuard(["http://10.0.0.5:*"], [], [{ host: "0.0.0.0", port: 9000 }]);
+  assert.equal(everywhere.checkUrl("http://10.0.0.5:9000/health", true)?.rule, "self");
+  assert.equal(everywhere.checkUrl("http://10.0.0.5:9001/", true), null);
 });
 
 /** Speak SOCKS5 CONNECT to `proxyPort` for `host:port`; returns the reply code and the conn. */

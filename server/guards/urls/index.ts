@@ -189,10 +189,15 @@ export class UrlGuard {
     return null;
   }
 
+  /**
+   * Whether a non-public address on `port` is this server. A server listening on every
+   * interface (`0.0.0.0`, `::`) answers on each of the machine's private addresses too.
+   */
   #isSelf(address: string, port: number, range: string): boolean {
     return this.#self.some((s) =>
       s.port === port &&
-      (range === "loopback" || range === "unspecified" || s.host === address)
+      (range === "loopback" || range === "unspecified" || s.host === address ||
+        addressRange(s.host) === "unspecified")
     );
   }
 
