@@ -1,12 +1,19 @@
 /**
- * The few libc calls a pseudo-terminal needs, through `Deno.dlopen`. Deno has no pty API and
- * `Deno.Command` cannot hand a child an arbitrary descriptor, so the master side lives here, as
- * a raw descriptor, for the whole life of a terminal.
+ * The few libc calls the server makes itself, through one `Deno.dlopen` of libc: the
+ * pseudo-terminals' (Deno has no pty API and `Deno.Command` cannot hand a child an arbitrary
+ * descriptor, so a terminal's master side lives here as a raw descriptor) and the process
+ * group's (`posix_spawn` with `POSIX_SPAWN_SETSID`, pipes, `pidfd_open`, `waitpid`), which
+ * `Deno.Command` has no option for.
  *
- * Every call but `poll` is synchronous: they run on the JavaScript thread, never block (the
- * descriptors are `O_NONBLOCK`), and so `errno` read right after them is theirs. `poll` is
+ * Every call but `poll` is synchronous (`pollNow` is `poll` with a timeout of 0): they run on the JavaScript thread, never block (the
+ * descriptors are `O_NONBLOCK`, `waitpid` is only asked with `WNOHANG`, `posix_spawn` returns
+ * once the child has called `exec`), and so `errno` read right after them is theirs. `poll` is
  * declared `nonblocking` (it runs on Deno's FFI worker pool and returns a Promise); a pending
- * one keeps the event loop alive, so every terminal owns a wake-up pipe that ends its poll.
+ * one keeps the event loop alive, so every loop that polls owns a wake-up pipe that ends it.
+ *
+ * The process group's symbols are `optional` (null where this libc lacks them, musl or a glibc
+ * before 2.29 for `posix_spawn_file_actions_addchdir_np`, before 2.36 for `pidfd_open`), so a
+ * missing one turns that path off instead of failing the terminals' `dlopen`.
  *
  * Linux x86_64 and aarch64 constants (glibc and the generic ABI agree on these two).
  *
@@ -27,6 +34,20 @@ export const O_RDONLY = 0;
 
 /** `errno` values the shim tells apart. */
 export const EINTR = 4;
+/** No such file or directory. */
+export const ENOENT = 2;
+/** No such process. */
+export const ESRCH = 3;
+/** Not an executable format (a script without `#!`). */
+export const ENOEXEC = 8;
+/** No such child (already reaped). */
+export const ECHILD = 10;
+/** Permission denied. */
+export const EACCES = 13;
+/** A path component is not a directory. */
+export const ENOTDIR = 20;
+/** Broken pipe: the reading side is closed. */
+export const EPIPE = 32;
 /** The other side of the terminal is gone. */
 export const EIO = 5;
 /** Nothing to read, or no room to write, right now. */
@@ -40,6 +61,21 @@ export const POLLOUT = 0x4;
 export const POLLERR = 0x8;
 /** Hang-up: no slave side is open. */
 export const POLLHUP = 0x10;
+
+/** `fcntl(2)` commands: get and set the file status flags (`O_NONBLOCK`). */
+export const F_GETFL = 3;
+/** Set the file status flags. */
+export const F_SETFL = 4;
+
+/** `waitpid(2)`: return at once when the child has not exited. */
+export const WNOHANG = 1;
+
+/** `posix_spawnattr_setflags(3)`: reset the signals of the default set to `SIG_DFL`. */
+export const POSIX_SPAWN_SETSIGDEF = 0x04;
+/** Set the child's signal mask. */
+export const POSIX_SPAWN_SETSIGMASK = 0x08;
+/** Make the child the leader of a new session and process group (glibc 2.26). */
+export const POSIX_SPAWN_SETSID = 0x80;
 
 /** `ioctl(2)` requests for the window size (`struct winsize`). */
 export const TIOCGWINSZ = 0x5413n;
@@ -60,12 +96,52 @@ const SYMBOLS = {
   close: { parameters: ["i32"], result: "i32" },
   pipe2: { parameters: ["buffer", "i32"], result: "i32" },
   poll: { parameters: ["buffer", "u64", "i32"], result: "i32", nonblocking: true },
+  // The same call on the JavaScript thread, only ever with a timeout of 0: a look, not a wait.
+  pollNow: { name: "poll", parameters: ["buffer", "u64", "i32"], result: "i32" },
   access: { parameters: ["buffer", "i32"], result: "i32" },
   opendir: { parameters: ["buffer"], result: "pointer" },
   readdir: { parameters: ["pointer"], result: "pointer" },
   closedir: { parameters: ["pointer"], result: "i32" },
   __errno_location: { parameters: [], result: "pointer" },
   strerror: { parameters: ["i32"], result: "pointer" },
+  // Variadic in C; F_GETFL/F_SETFL take an int, passed like a fixed one on x86_64 and aarch64.
+  fcntl: { parameters: ["i32", "i32", "i32"], result: "i32" },
+  waitpid: { parameters: ["i32", "buffer", "i32"], result: "i32" },
+  // The process group's: opaque attribute and file-action objects live in caller buffers.
+  posix_spawn: {
+    parameters: ["buffer", "buffer", "buffer", "buffer", "buffer", "buffer"],
+    result: "i32",
+    optional: true,
+  },
+  posix_spawnattr_init: { parameters: ["buffer"], result: "i32", optional: true },
+  posix_spawnattr_destroy: { parameters: ["buffer"], result: "i32", optional: true },
+  posix_spawnattr_setflags: { parameters: ["buffer", "i16"], result: "i32", optional: true },
+  posix_spawnattr_setsigmask: { parameters: ["buffer", "buffer"], result: "i32", optional: true },
+  posix_spawnattr_setsigdefault: {
+    parameters: ["buffer", "buffer"],
+    result: "i32",
+    optional: true,
+  },
+  posix_spawn_file_actions_init: { parameters: ["buffer"], result: "i32", optional: true },
+  posix_spawn_file_actions_destroy: { parameters: ["buffer"], result: "i32", optional: true },
+  posix_spawn_file_actions_adddup2: {
+    parameters: ["buffer", "i32", "i32"],
+    result: "i32",
+    optional: true,
+  },
+  posix_spawn_file_actions_addopen: {
+    parameters: ["buffer", "i32", "buffer", "i32", "u32"],
+    result: "i32",
+    optional: true,
+  },
+  posix_spawn_file_actions_addchdir_np: {
+    parameters: ["buffer", "buffer"],
+    result: "i32",
+    optional: true,
+  },
+  sigemptyset: { parameters: ["buffer"], result: "i32", optional: true },
+  sigfillset: { parameters: ["buffer"], result: "i32", optional: true },
+  pidfd_open: { parameters: ["i32", "u32"], result: "i32", optional: true },
 } as const;
 
 /** The opened library: its symbols. */
@@ -85,6 +161,26 @@ let library: Deno.DynamicLibrary<typeof SYMBOLS> | undefined;
 export function libc(): Libc {
   library ??= Deno.dlopen("libc.so.6", SYMBOLS);
   return library.symbols;
+}
+
+let loadable: boolean | undefined;
+
+/**
+ * Whether libc can be opened here (Linux with glibc, and `--allow-ffi`); asked once.
+ *
+ * @example
+ * ```ts ignore
+ * if (libcAvailable()) libc().access(cString("/bin/sh"), 1);
+ * ```
+ */
+export function libcAvailable(): boolean {
+  if (loadable !== undefined) return loadable;
+  try {
+    libc();
+    return (loadable = true);
+  } catch {
+    return (loadable = false);
+  }
 }
 
 /** `errno` of the last synchronous call on this thread. */

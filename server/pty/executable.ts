@@ -6,7 +6,7 @@
  * @module
  */
 
-import { cString, libc } from "./libc.ts";
+import { cString, libc } from "../libc/index.ts";
 
 const X_OK = 1;
 

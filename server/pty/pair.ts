@@ -21,7 +21,7 @@ import {
   O_RDWR,
   TIOCGWINSZ,
   TIOCSWINSZ,
-} from "./libc.ts";
+} from "../libc/index.ts";
 
 /** An open pseudo-terminal pair. */
 export interface PtyPair {

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { closeFd, cString, libc, O_CLOEXEC, O_RDONLY } from "./libc.ts";
+import { closeFd, cString, libc, O_CLOEXEC, O_RDONLY } from "../libc/index.ts";
 
 /** Offset of `d_name` in glibc's `struct dirent` on 64-bit Linux (ino 8, off 8, reclen 2, type 1). */
 const D_NAME_OFFSET = 19;

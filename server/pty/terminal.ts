@@ -26,7 +26,7 @@ import {
   POLLHUP,
   POLLIN,
   POLLOUT,
-} from "./libc.ts";
+} from "../libc/index.ts";
 import { openPtyPair, type PtyPair, setWindowSize, type WindowSize } from "./pair.ts";
 
 /** Largest chunk handed to the output callback at once. */
