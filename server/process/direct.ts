@@ -10,6 +10,8 @@
 
 import { join, resolve } from "node:path";
 import { ShellSyntaxError, tokenize } from "../guards/commands/lexer.ts";
+import { libcAvailable } from "../libc/index.ts";
+import { isExecutableFile } from "../pty/executable.ts";
 
 /**
  * Bash builtins and reserved words that need bash. Builtins left out (`true`, `false`, `echo`,
@@ -95,8 +97,13 @@ const NEEDS_BASH = new Set([
   "coproc",
 ]);
 
-/** Whether `path` is an executable file; `undefined` when the server may not look. */
+/**
+ * Whether `path` is an executable file; `undefined` when the server may not look. Asked of the
+ * kernel through libc where it can be (no Deno permission check, no stat object, no error
+ * object for each directory of `PATH` that lacks the program), else through `Deno.statSync`.
+ */
 function executable(path: string): boolean | undefined {
+  if (libcAvailable()) return isExecutableFile(path);
   try {
     const st = Deno.statSync(path);
     return st.isFile && st.mode !== null && (st.mode & 0o111) !== 0;
@@ -111,8 +118,17 @@ function executable(path: string): boolean | undefined {
 /**
  * Where bash would find `name` on `PATH` (relative to `cwd` for a name with a slash): the path,
  * `null` when it is nowhere, `undefined` when a directory the server may not read comes first.
+ *
+ * @example
+ * ```ts ignore
+ * locateProgram("ls", "/tmp", "/usr/bin:/bin"); // "/usr/bin/ls"
+ * ```
  */
-function locate(name: string, cwd: string, path: string | undefined): string | null | undefined {
+export function locateProgram(
+  name: string,
+  cwd: string,
+  path: string | undefined,
+): string | null | undefined {
   if (name.includes("/")) {
     const ok = executable(resolve(cwd, name));
     return ok === undefined ? undefined : ok ? name : null;
@@ -134,7 +150,7 @@ function locate(name: string, cwd: string, path: string | undefined): string | n
  * run goes ahead and `setsid` reports a missing program (exit 1, on stderr).
  */
 export function resolveProgram(name: string, cwd: string, path: string | undefined): void {
-  if (locate(name, cwd, path) === null) throw new Deno.errors.NotFound(`${name} not found`);
+  if (locateProgram(name, cwd, path) === null) throw new Deno.errors.NotFound(`${name} not found`);
 }
 
 /**
@@ -170,6 +186,6 @@ export function directArgv(
   if (NEEDS_BASH.has(words[0]) || words[0] === "") return null;
   // coreutils answers these where the builtins would print them.
   if (words.slice(1).some((w) => w === "--help" || w === "--version")) return null;
-  const program = locate(words[0], cwd, env.PATH);
+  const program = locateProgram(words[0], cwd, env.PATH);
   return typeof program === "string" ? [program, ...words.slice(1)] : null;
 }

@@ -1,23 +1,27 @@
 /**
  * Spawning a process as the leader of its own process group, and ending it with the group.
  *
- * `Deno.Command` has no `setpgid` option. Its `detached: true` makes the child call `setsid()`,
- * but through a `pre_exec` hook that turns Deno's fast `posix_spawn` into a `fork()` of the whole
- * runtime, about 7 ms a spawn on the test machine. So the program is started through util-linux's
- * `setsid` instead (one extra `exec`, about 1 ms), which makes it the leader of a new session and
- * process group whose id is its pid: `setsid` does not fork when, as here, its caller is not a
- * group leader. `detached` is the fallback where `setsid` is missing.
+ * Where libc allows (Linux, glibc 2.29+, kernel 5.3+), the process is started by `posix_spawn`
+ * over FFI with `POSIX_SPAWN_SETSID` (`native_child.ts`): as cheap as a bare `Deno.Command`
+ * spawn. Elsewhere `Deno.Command` starts it through util-linux's `setsid` (`command_child.ts`),
+ * one extra program start. Either way it leads a new session and process group whose id is its
+ * pid.
  *
  * Signals go to `-pid`, the whole group, so grandchildren (`bash -c 'sleep 100 & wait'`) die too.
  * When the leader exits, whatever it left in its group is killed as well: the pipes then reach end
- * of file and nothing outlives the process the caller started. Deno reaps the leader; orphaned
- * grandchildren are reaped by init.
+ * of file and nothing outlives the process the caller started. The leader is reaped by the
+ * server; orphaned grandchildren are reaped by init.
  *
  * @module
  */
 
-import { directArgv, resolveProgram } from "./direct.ts";
-import type { StreamName } from "./output.ts";
+import type { ChildSpec, ChunkListener, SpawnedChild } from "./child.ts";
+import { CommandChild } from "./command_child.ts";
+import { directArgv } from "./direct.ts";
+import { NativeChild } from "./native_child.ts";
+import { nativeSpawnSupported } from "./native_spawn.ts";
+
+export type { ChunkListener } from "./child.ts";
 
 /** How to start one process. */
 export interface SpawnRequest {
@@ -51,9 +55,6 @@ export interface ExitInfo {
   endedAt: Date;
 }
 
-/** A listener for output as it is read. */
-export type ChunkListener = (type: StreamName, bytes: Uint8Array) => void;
-
 const SHELLS = ["/bin/bash", "/usr/bin/bash", "/bin/sh"];
 let shellPath: string | undefined;
 
@@ -66,19 +67,6 @@ export function shell(): string {
     } catch { /* next */ }
   }
   return (shellPath = "/bin/sh");
-}
-
-let setsidPath: string | null | undefined;
-
-/** util-linux's `setsid`, if installed. */
-function setsid(): string | null {
-  if (setsidPath !== undefined) return setsidPath;
-  for (const candidate of ["/usr/bin/setsid", "/bin/setsid"]) {
-    try {
-      if (Deno.statSync(candidate).isFile) return (setsidPath = candidate);
-    } catch { /* next */ }
-  }
-  return (setsidPath = null);
 }
 
 /** The argv to run: `argv` as given, `cmd` directly when it is plain words, else bash `-c`. */
@@ -110,9 +98,10 @@ export class ManagedProcess {
   readonly startedAt: Date = new Date();
   /** Resolves once the leader has exited and both pipes are drained. */
   readonly exited: Promise<ExitInfo>;
-  readonly #child: Deno.ChildProcess;
+  /** Resolves once the leader has exited and been reaped (its pipes may still be open). */
+  readonly reaped: Promise<void>;
+  readonly #child: SpawnedChild;
   readonly #t0 = performance.now();
-  #stdin: WritableStreamDefaultWriter<Uint8Array> | null = null;
   #timedOut = false;
   #running = true;
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -120,25 +109,16 @@ export class ManagedProcess {
   /** Spawn `request`, sending output to `onChunk`. Throws `Deno.errors.NotFound` and friends. */
   constructor(request: SpawnRequest, onChunk: ChunkListener) {
     const line = commandLine(request);
-    const leader = setsid();
-    const [program, ...args] = leader ? [leader, ...line.argv] : line.argv;
-    const wantsStdin = request.stdin === true || request.stdinText !== undefined;
-    if (leader && request.argv) {
-      // setsid would report a missing program as its own exit 1; keep the spawn error instead.
-      resolveProgram(request.argv[0], request.cwd, line.env.PATH);
-    }
-    this.#child = new Deno.Command(program, {
-      args,
+    const spec: ChildSpec = {
+      argv: line.argv,
       cwd: request.cwd,
       env: line.env,
-      clearEnv: true,
-      stdin: wantsStdin ? "piped" : "null",
-      stdout: "piped",
-      stderr: "piped",
-      detached: leader === null,
-    }).spawn();
+      stdin: request.stdin === true || request.stdinText !== undefined,
+    };
+    this.#child = nativeSpawnSupported()
+      ? new NativeChild(spec, onChunk)
+      : new CommandChild(spec, onChunk);
     this.pid = this.#child.pid;
-    if (wantsStdin) this.#stdin = this.#child.stdin.getWriter();
     if (request.stdinText !== undefined) {
       const text = request.stdinText;
       this.write(new TextEncoder().encode(text)).catch(() => {}).finally(() => this.closeStdin());
@@ -146,34 +126,27 @@ export class ManagedProcess {
     if (request.timeoutMs > 0) {
       this.#timer = setTimeout(() => {
         this.#timedOut = true;
-        this.kill("SIGKILL");
+        // The leader may be gone while a runaway that left its group (`setsid prog &`) holds
+        // the pipes: the deadline then stops the reading instead.
+        if (this.#running) this.kill("SIGKILL");
+        else this.#child.release();
       }, request.timeoutMs);
     }
-    this.exited = this.#watch(onChunk);
+    this.reaped = this.#child.status.then(() => {});
+    this.exited = this.#watch();
   }
 
-  async #watch(onChunk: ChunkListener): Promise<ExitInfo> {
-    const pump = async (stream: ReadableStream<Uint8Array>, type: StreamName) => {
-      try {
-        for await (const bytes of stream) onChunk(type, bytes);
-      } catch { /* the pipe broke: the process is gone */ }
-    };
-    const readers = Promise.all([
-      pump(this.#child.stdout, "stdout"),
-      pump(this.#child.stderr, "stderr"),
-    ]);
+  async #watch(): Promise<ExitInfo> {
     const status = await this.#child.status;
     this.#running = false;
     const executionTime = (performance.now() - this.#t0) / 1000;
+    await this.#child.drained;
     clearTimeout(this.#timer);
-    // Whatever the leader left in its group dies with it, so the pipes close.
-    this.#signalGroup("SIGKILL");
-    await readers;
-    await this.closeStdin();
+    await this.#child.closeStdin(true);
     const exitCode = this.#timedOut ? TIMEOUT_EXIT_CODE : status.code;
     return {
       exitCode,
-      signal: status.signal ?? null,
+      signal: status.signal,
       timedOut: this.#timedOut,
       executionTime,
       endedAt: new Date(),
@@ -187,7 +160,7 @@ export class ManagedProcess {
 
   /** Whether stdin can still be written. */
   get stdinOpen(): boolean {
-    return this.#stdin !== null;
+    return this.#child.stdinOpen;
   }
 
   /** Seconds since spawn. */
@@ -195,37 +168,38 @@ export class ManagedProcess {
     return (performance.now() - this.#t0) / 1000;
   }
 
-  #signalGroup(signal: Deno.Signal): boolean {
+  /** Send a signal to the whole group; false when the process has exited. */
+  kill(signal: Deno.Signal = "SIGTERM"): boolean {
+    if (!this.#running) return false;
     try {
       Deno.kill(-this.pid, signal);
       return true;
     } catch {
-      // No member left, or `setsid` has not made the group yet: the leader alone, then.
+      // No group (the `setsid` fallback has not made it yet): the leader alone, then.
       try {
-        if (this.#running) Deno.kill(this.pid, signal);
-        return this.#running;
+        Deno.kill(this.pid, signal);
+        return true;
       } catch {
         return false;
       }
     }
   }
 
-  /** Send a signal to the whole group; false when the process has exited. */
-  kill(signal: Deno.Signal = "SIGTERM"): boolean {
-    if (!this.#running) return false;
-    return this.#signalGroup(signal);
-  }
-
   /** Write to stdin; throws when it is closed. */
-  async write(bytes: Uint8Array): Promise<void> {
-    if (!this.#stdin) throw new Error("stdin is closed");
-    await this.#stdin.write(bytes);
+  write(bytes: Uint8Array): Promise<void> {
+    return this.#child.write(bytes);
   }
 
-  /** Close stdin (the program sees end of file). */
-  async closeStdin(): Promise<void> {
-    const w = this.#stdin;
-    this.#stdin = null;
-    if (w) await w.close().catch(() => {});
+  /** Close stdin once what was written has gone (the program then sees end of file). */
+  closeStdin(): Promise<void> {
+    return this.#child.closeStdin();
+  }
+
+  /**
+   * Stop reading and drop every descriptor still held for the process, so `exited` resolves
+   * with what was read (the server is stopping).
+   */
+  release(): void {
+    this.#child.release();
   }
 }

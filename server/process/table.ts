@@ -148,17 +148,23 @@ export class ProcessTable implements Service {
       .sort((a, b) => a.process.startedAt.getTime() - b.process.startedAt.getTime());
   }
 
-  /** Kill every running group and wait (bounded) until each is reaped. */
+  /**
+   * Kill every running group, wait (bounded) until each leader is reaped, then let go of every
+   * descriptor still held, so that every `exited` resolves and the server can end.
+   */
   async close(): Promise<void> {
     this.#closed = true;
-    const running = [...this.#entries.values()].filter((e) => e.process.running);
-    for (const e of running) e.process.kill("SIGKILL");
+    const pending = [...this.#entries.values()].filter((e) => e.exit === null);
+    for (const e of pending) e.process.kill("SIGKILL");
     let timer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([
-      Promise.all(running.map((e) => e.process.exited)),
+      Promise.all(pending.map((e) => e.process.reaped)),
       new Promise((r) => (timer = setTimeout(r, CLOSE_WAIT_MS))),
     ]);
     clearTimeout(timer);
+    // Output still unread, a pipe a runaway that left its group (`setsid prog &`) holds, or a
+    // leader in uninterruptible sleep: none of it may keep the server from ending.
+    for (const e of pending) e.process.release();
     this.#entries.clear();
   }
 }

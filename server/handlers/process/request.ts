@@ -90,6 +90,8 @@ export async function guardCwd(state: ServerState, raw: unknown): Promise<string
   if (!g.exists) {
     throw new ApiError("invalid_path", `cwd ${g.path} does not exist`, { param: "cwd" });
   }
+  // The guard's own lstat answers for a directory; only a link it kept needs another look.
+  if (g.stat?.isDirectory) return g.path;
   const st = await Deno.stat(g.path).catch(() => null);
   if (!st?.isDirectory) {
     throw new ApiError("invalid_path", `cwd ${g.path} is not a directory`, { param: "cwd" });

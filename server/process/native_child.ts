@@ -1,0 +1,312 @@
+/**
+ * A process started by {@linkcode spawnLeader}, driven through raw descriptors on the shared
+ * {@linkcode pollLoop}: stdout and stderr pipes read as they fill, a stdin pipe written as it has
+ * room, and a pidfd that becomes readable when the process exits.
+ *
+ * Every descriptor is made `O_CLOEXEC` (a concurrent spawn must not inherit another child's
+ * pipe: a leaked write end would keep that child's reader from ever seeing end of file), and the
+ * server's ends are `O_NONBLOCK`; the child's ends are blocking, as programs expect. Each is
+ * closed exactly once: the child's ends right after the spawn, the output pipes at end of file,
+ * stdin when closed, the pidfd when the leader is reaped, all of them on a failed spawn and on
+ * {@linkcode NativeChild.release}.
+ *
+ * When the pidfd is readable the leader is a zombie: its group is sent `SIGKILL` first, while the
+ * zombie still holds the pid (so the id cannot have been reused by an unrelated group), and only
+ * then is it reaped with `waitpid(pid, WNOHANG)`. Only this pid is ever waited for, never `-1`:
+ * Deno reaps its own children.
+ *
+ * @module
+ */
+
+import {
+  closeFd,
+  EAGAIN,
+  EINTR,
+  errno,
+  F_SETFL,
+  libc,
+  LibcError,
+  O_CLOEXEC,
+  O_NONBLOCK,
+  POLLIN,
+  POLLOUT,
+  WNOHANG,
+} from "../libc/index.ts";
+import type { ChildSpec, ChildStatus, ChunkListener, SpawnedChild } from "./child.ts";
+import { decodeWaitStatus, killGroup } from "./child.ts";
+import { spawnLeader } from "./native_spawn.ts";
+import type { StreamName } from "./output.ts";
+import { pollLoop } from "./poll_loop.ts";
+
+/** Bytes one `read` asks for (a pipe holds 64 KiB by default). */
+const READ_BYTES = 64 * 1024;
+/** Reads of one pipe per wake-up, so a fast writer cannot hold the JavaScript thread. */
+const READS_PER_WAKE = 16;
+
+/** Shared by every read: reads are synchronous, and each chunk is copied out. */
+const scratch = new Uint8Array(READ_BYTES);
+
+/** A pipe: `[read end, write end]`, both `O_CLOEXEC`. */
+function pipe(): Int32Array<ArrayBuffer> {
+  const fds = new Int32Array(2);
+  if (libc().pipe2(fds, O_CLOEXEC) !== 0) throw new LibcError("pipe2");
+  return fds;
+}
+
+function setNonblocking(fd: number): void {
+  if (libc().fcntl(fd, F_SETFL, O_NONBLOCK) !== 0) throw new LibcError("fcntl");
+}
+
+const lookBuffer = new Uint8Array(8);
+const lookView = new DataView(lookBuffer.buffer);
+
+/** Whether `fd` has something to read (or has reached end of file) right now. */
+function readableNow(fd: number): boolean {
+  lookView.setInt32(0, fd, true);
+  lookView.setInt16(4, POLLIN, true);
+  lookView.setInt16(6, 0, true);
+  return libc().pollNow(lookBuffer, 1n, 0) === 1;
+}
+
+interface PendingWrite {
+  bytes: Uint8Array;
+  done: PromiseWithResolvers<void>;
+}
+
+/**
+ * A natively spawned group leader.
+ *
+ * @example
+ * ```ts ignore
+ * const child = new NativeChild({ argv: ["echo", "hi"], cwd: "/", env, stdin: false }, (t, b) => {});
+ * const { code } = await child.status;
+ * await child.drained;
+ * ```
+ */
+export class NativeChild implements SpawnedChild {
+  readonly pid: number;
+  readonly status: Promise<ChildStatus>;
+  readonly drained: Promise<void>;
+  readonly #onChunk: ChunkListener;
+  readonly #status = Promise.withResolvers<ChildStatus>();
+  readonly #drained = Promise.withResolvers<void>();
+  #pidfd = -1;
+  /** Open output descriptors and the stream each is. */
+  readonly #outputs = new Map<number, StreamName>();
+  #stdin = -1;
+  #stdinClosing = false;
+  #queue: PendingWrite[] = [];
+  #stdinClosed: PromiseWithResolvers<void> | null = null;
+
+  /** Spawn `spec`; throws `Deno.errors.NotFound` and friends, having closed what it opened. */
+  constructor(spec: ChildSpec, onChunk: ChunkListener) {
+    this.#onChunk = onChunk;
+    this.status = this.#status.promise;
+    this.drained = this.#drained.promise;
+    const opened: number[] = [];
+    let pid = -1;
+    try {
+      const out = pipe();
+      opened.push(...out);
+      const err = pipe();
+      opened.push(...err);
+      const input = spec.stdin ? pipe() : null;
+      if (input) opened.push(...input);
+      pid = spawnLeader(spec.argv, spec.cwd, spec.env, {
+        stdin: input?.[0] ?? null,
+        stdout: out[1],
+        stderr: err[1],
+      });
+      // The child has its copies; ours of its ends must go, or the pipes never reach EOF.
+      for (const fd of [out[1], err[1], input?.[0] ?? -1]) {
+        closeFd(fd);
+        opened.splice(opened.indexOf(fd), 1);
+      }
+      const pidfd = libc().pidfd_open!(pid, 0);
+      if (pidfd < 0) throw new LibcError("pidfd_open");
+      opened.push(pidfd);
+      for (const fd of [out[0], err[0], input?.[1] ?? -1]) if (fd >= 0) setNonblocking(fd);
+      this.pid = pid;
+      this.#pidfd = pidfd;
+      this.#stdin = input?.[1] ?? -1;
+      this.#watchOutput(out[0], "stdout");
+      this.#watchOutput(err[0], "stderr");
+      pollLoop.watch(pidfd, POLLIN, () => this.#leaderExited());
+    } catch (e) {
+      for (const fd of this.#outputs.keys()) pollLoop.unwatch(fd);
+      for (const fd of opened) closeFd(fd);
+      if (pid > 0) {
+        // Started but cannot be watched (out of descriptors): end it here rather than leak it.
+        killGroup(pid);
+        libc().waitpid(pid, new Int32Array(1), 0);
+      }
+      throw e;
+    }
+  }
+
+  #watchOutput(fd: number, type: StreamName): void {
+    this.#outputs.set(fd, type);
+    pollLoop.watch(fd, POLLIN, () => this.#read(fd));
+  }
+
+  #read(fd: number): void {
+    const type = this.#outputs.get(fd);
+    if (type === undefined) return;
+    const c = libc();
+    for (let i = 0; i < READS_PER_WAKE; i++) {
+      const n = Number(c.read(fd, scratch, BigInt(READ_BYTES)));
+      if (n > 0) {
+        this.#deliver(type, scratch.slice(0, n));
+        continue;
+      }
+      if (n < 0) {
+        const e = errno();
+        if (e === EINTR) continue;
+        if (e === EAGAIN) return;
+      }
+      // End of file, or an error that will not pass: this stream is over.
+      this.#endOutput(fd);
+      return;
+    }
+  }
+
+  #deliver(type: StreamName, bytes: Uint8Array): void {
+    try {
+      this.#onChunk(type, bytes);
+    } catch (e) {
+      console.error(`sandbar: process output listener failed: ${(e as Error).message}`);
+    }
+  }
+
+  #endOutput(fd: number): void {
+    if (!this.#outputs.delete(fd)) return;
+    pollLoop.unwatch(fd);
+    closeFd(fd);
+    if (this.#outputs.size > 0) return;
+    this.#drained.resolve();
+    // Output usually ends because the leader exited: look now rather than after another poll.
+    if (this.#pidfd >= 0 && readableNow(this.#pidfd)) this.#leaderExited();
+  }
+
+  #leaderExited(): void {
+    if (this.#pidfd < 0) return;
+    killGroup(this.pid);
+    const status = new Int32Array(1);
+    const r = libc().waitpid(this.pid, status, WNOHANG);
+    // 0: not reapable yet (cannot follow a readable pidfd, but never spin on it).
+    if (r === 0) return;
+    this.#closePidfd();
+    // -1 (ECHILD) would mean someone else reaped it; nothing left to learn then.
+    this.#status.resolve(
+      r === this.pid ? decodeWaitStatus(status[0]) : { code: 255, signal: null },
+    );
+    // Its pipes usually reached end of file with it: read them now rather than after a poll.
+    for (const fd of [...this.#outputs.keys()]) if (readableNow(fd)) this.#read(fd);
+  }
+
+  get stdinOpen(): boolean {
+    return this.#stdin >= 0 && !this.#stdinClosing;
+  }
+
+  write(bytes: Uint8Array): Promise<void> {
+    if (!this.stdinOpen) return Promise.reject(new Error("stdin is closed"));
+    if (bytes.byteLength === 0) return Promise.resolve();
+    if (this.#queue.length === 0) {
+      const n = this.#writeSome(bytes);
+      if (n < 0) {
+        this.#finishStdin("stdin is closed: the process stopped reading");
+        return Promise.reject(new Error("stdin is closed"));
+      }
+      if (n === bytes.byteLength) return Promise.resolve();
+      bytes = bytes.subarray(n);
+    }
+    const done = Promise.withResolvers<void>();
+    this.#queue.push({ bytes, done });
+    pollLoop.watch(this.#stdin, POLLOUT, () => this.#writable());
+    return done.promise;
+  }
+
+  /** Write what fits now: the count written, or -1 when the pipe is broken. */
+  #writeSome(bytes: Uint8Array): number {
+    const c = libc();
+    let off = 0;
+    while (off < bytes.byteLength) {
+      const view = bytes.subarray(off);
+      const n = Number(c.write(this.#stdin, view, BigInt(view.byteLength)));
+      if (n > 0) {
+        off += n;
+        continue;
+      }
+      if (n < 0) {
+        const e = errno();
+        if (e === EINTR) continue;
+        if (e !== EAGAIN) return -1; // EPIPE: nobody reads any more
+      }
+      break;
+    }
+    return off;
+  }
+
+  #writable(): void {
+    while (this.#queue.length > 0) {
+      const head = this.#queue[0];
+      const n = this.#writeSome(head.bytes);
+      if (n < 0) {
+        this.#finishStdin("stdin is closed: the process stopped reading");
+        return;
+      }
+      if (n < head.bytes.byteLength) {
+        head.bytes = head.bytes.subarray(n);
+        return;
+      }
+      this.#queue.shift();
+      head.done.resolve();
+    }
+    pollLoop.unwatch(this.#stdin);
+    if (this.#stdinClosing) this.#finishStdin("stdin is closed");
+  }
+
+  /** Close stdin now; writes still waiting fail with `reason`. */
+  #finishStdin(reason: string): void {
+    const fd = this.#stdin;
+    if (fd < 0) return;
+    this.#stdin = -1;
+    this.#stdinClosing = true;
+    pollLoop.unwatch(fd);
+    closeFd(fd);
+    for (const w of this.#queue) w.done.reject(new Error(reason));
+    this.#queue = [];
+    this.#stdinClosed?.resolve();
+  }
+
+  closeStdin(discard = false): Promise<void> {
+    if (this.#stdin < 0) return Promise.resolve();
+    this.#stdinClosing = true;
+    if (discard || this.#queue.length === 0) {
+      this.#finishStdin("stdin is closed");
+      return Promise.resolve();
+    }
+    this.#stdinClosed ??= Promise.withResolvers<void>();
+    return this.#stdinClosed.promise;
+  }
+
+  #closePidfd(): void {
+    if (this.#pidfd < 0) return;
+    pollLoop.unwatch(this.#pidfd);
+    closeFd(this.#pidfd);
+    this.#pidfd = -1;
+  }
+
+  release(): void {
+    for (const fd of [...this.#outputs.keys()]) this.#endOutput(fd);
+    this.#finishStdin("the server is stopping");
+    if (this.#pidfd < 0) return;
+    // Reap it if it is a zombie by now; a leader still alive (it was sent SIGKILL) is left to
+    // init, which adopts it when the server exits.
+    killGroup(this.pid);
+    const status = new Int32Array(1);
+    const reaped = libc().waitpid(this.pid, status, WNOHANG) === this.pid;
+    this.#closePidfd();
+    this.#status.resolve(reaped ? decodeWaitStatus(status[0]) : { code: 137, signal: "SIGKILL" });
+  }
+}
