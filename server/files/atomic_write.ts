@@ -19,6 +19,7 @@
 
 import { basename, dirname, join } from "node:path";
 import { ApiError } from "../errors.ts";
+import { collectYoungGarbage } from "./memory.ts";
 import { type EntryStat, entryStatOf, LibcCallError, PinnedDirectory } from "./pinned_dir.ts";
 
 /** Options of {@linkcode writeAtomically}. */
@@ -34,6 +35,9 @@ export interface AtomicWriteOptions {
   /** Refuse a link in any component of the directory's path (`paths.symlinks` is not `allow`). */
   noSymlinks?: boolean;
 }
+
+/** Bytes written between two young-generation collections (see `memory.ts`). */
+const COLLECT_EVERY = 16 * 1024 * 1024;
 
 /** The prefix of temp files, so an operator can find leftovers of a crash. */
 export const TEMP_PREFIX = ".sandbar-upload-";
@@ -110,6 +114,7 @@ async function readInto(
   write: (chunk: Uint8Array<ArrayBuffer>) => Promise<void> | void,
 ): Promise<number> {
   let written = 0;
+  let sinceCollect = 0;
   const reader = body.getReader();
   try {
     while (true) {
@@ -117,6 +122,11 @@ async function readInto(
       if (done) return written;
       written += value.byteLength;
       await write(value as Uint8Array<ArrayBuffer>);
+      sinceCollect += value.byteLength;
+      if (sinceCollect >= COLLECT_EVERY) {
+        sinceCollect = 0;
+        collectYoungGarbage();
+      }
     }
   } finally {
     reader.releaseLock();
