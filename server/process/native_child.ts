@@ -38,10 +38,15 @@ import { spawnLeader } from "./native_spawn.ts";
 import type { StreamName } from "./output.ts";
 import { pollLoop } from "./poll_loop.ts";
 
-/** Bytes one `read` asks for (a pipe holds 64 KiB by default). */
-const READ_BYTES = 64 * 1024;
-/** Reads of one pipe per wake-up, so a fast writer cannot hold the JavaScript thread. */
-const READS_PER_WAKE = 16;
+/** Bytes one `read` asks for: as much as a grown pipe holds. */
+const READ_BYTES = 256 * 1024;
+/** A pipe's default capacity, and what a pipe a process keeps filling is grown to. */
+const PIPE_BYTES = 64 * 1024;
+const GROWN_PIPE_BYTES = 256 * 1024;
+/** `fcntl(2)`: set a pipe's capacity (Linux). */
+const F_SETPIPE_SZ = 1031;
+/** Bytes read from one pipe per wake-up, so a fast writer cannot hold the JavaScript thread. */
+const BYTES_PER_WAKE = 1024 * 1024;
 
 /** Shared by every read: reads are synchronous, and each chunk is copied out. */
 const scratch = new Uint8Array(READ_BYTES);
@@ -93,6 +98,8 @@ export class NativeChild implements SpawnedChild {
   #pidfd = -1;
   /** Open output descriptors and the stream each is. */
   readonly #outputs = new Map<number, StreamName>();
+  /** Output pipes grown for a fast writer. */
+  readonly #grown = new Set<number>();
   #stdin = -1;
   #stdinClosing = false;
   #queue: PendingWrite[] = [];
@@ -153,10 +160,17 @@ export class NativeChild implements SpawnedChild {
     const type = this.#outputs.get(fd);
     if (type === undefined) return;
     const c = libc();
-    for (let i = 0; i < READS_PER_WAKE; i++) {
+    for (let taken = 0; taken < BYTES_PER_WAKE;) {
       const n = Number(c.read(fd, scratch, BigInt(READ_BYTES)));
       if (n > 0) {
+        // A full pipe means a fast writer: a bigger one costs it and us fewer wake-ups. Only
+        // such pipes grow, as every pipe counts against the user's pipe-buffer allowance.
+        if (n === PIPE_BYTES && !this.#grown.has(fd)) {
+          this.#grown.add(fd);
+          c.fcntl(fd, F_SETPIPE_SZ, GROWN_PIPE_BYTES); // refused over the allowance: fine
+        }
         this.#deliver(type, scratch.slice(0, n));
+        taken += n;
         continue;
       }
       if (n < 0) {
