@@ -7,6 +7,7 @@
  */
 
 import { basename, join } from "node:path";
+import { compileGlob } from "./glob_match.ts";
 import { openWalked, type WalkEntry, walkTree } from "./tree_walk.ts";
 
 /** What to look for, and the bounds. */
@@ -62,42 +63,48 @@ export interface SearchResult {
 }
 
 /**
- * A search glob as a regular expression: `*` and `?` within a component, `**` any depth,
- * `[abc]`/`[!abc]` classes; everything else literal.
- *
- * @example
- * ```ts
- * import { searchGlob } from "./search.ts";
- * searchGlob("*.[jt]s", true).test("main.ts"); // true
- * ```
+ * A regular expression run in a worker with a deadline: a pattern that backtracks for ever is
+ * stopped by terminating the worker.
  */
-export function searchGlob(glob: string, caseSensitive: boolean): RegExp {
-  let out = "";
-  for (let i = 0; i < glob.length; i++) {
-    const ch = glob[i];
-    if (ch === "*" && glob[i + 1] === "*") {
-      if (glob[i + 2] === "/") {
-        out += "(?:.*/)?";
-        i += 2;
-      } else {
-        out += ".*";
-        i += 1;
-      }
-    } else if (ch === "*") out += "[^/]*";
-    else if (ch === "?") out += "[^/]";
-    else if (ch === "[") {
-      const close = glob.indexOf("]", i + 2);
-      if (close === -1) out += "\\[";
-      else {
-        let body = glob.slice(i + 1, close);
-        const negate = body.startsWith("!") || body.startsWith("^");
-        if (negate) body = body.slice(1);
-        out += `[${negate ? "^" : ""}${body.replace(/[\\\]^]/g, "\\$&")}]`;
-        i = close;
-      }
-    } else out += ch.replace(/[.+^${}()|\\\]]/g, "\\$&");
+class RegexInWorker {
+  #worker: Worker | undefined;
+  readonly #pattern: string;
+  readonly #flags: string;
+
+  constructor(pattern: string, flags: string) {
+    this.#pattern = pattern;
+    this.#flags = flags;
   }
-  return new RegExp(`^${out}$`, caseSensitive ? "u" : "iu");
+
+  /** The `[line, column]` of every matching line, or null when the deadline passed first. */
+  match(lines: string[], deadline: number): Promise<[number, number][] | null> {
+    this.#worker ??= new Worker(new URL("./regex_worker.ts", import.meta.url).href, {
+      type: "module",
+    });
+    const worker = this.#worker;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.close();
+        resolve(null);
+      }, Math.max(0, deadline - Date.now()));
+      worker.onmessage = (e: MessageEvent<[number, number][]>) => {
+        clearTimeout(timer);
+        resolve(e.data);
+      };
+      worker.onerror = (e) => {
+        e.preventDefault();
+        clearTimeout(timer);
+        this.close();
+        resolve([]);
+      };
+      worker.postMessage({ pattern: this.#pattern, flags: this.#flags, lines });
+    });
+  }
+
+  close(): void {
+    this.#worker?.terminate();
+    this.#worker = undefined;
+  }
 }
 
 function isBinary(bytes: Uint8Array): boolean {
@@ -147,14 +154,14 @@ export async function searchTree(
     timed_out: false,
     files_scanned: 0,
   };
-  const nameRe = query.pattern === undefined
+  const nameMatches = query.pattern === undefined
     ? undefined
-    : searchGlob(query.pattern, query.caseSensitive);
+    : compileGlob(query.pattern, query.caseSensitive);
   const byPath = query.pattern?.includes("/") ?? false;
-  let contentRe: RegExp | undefined;
+  let contentRe: RegexInWorker | undefined;
   let needle: string | undefined;
   if (query.content !== undefined) {
-    if (query.regex) contentRe = new RegExp(query.content, query.caseSensitive ? "" : "i");
+    if (query.regex) contentRe = new RegexInWorker(query.content, query.caseSensitive ? "" : "i");
     else needle = query.caseSensitive ? query.content : query.content.toLowerCase();
   }
   const stop = () => {
@@ -179,15 +186,29 @@ export async function searchTree(
     if (bytes === null) return;
     result.files_scanned++;
     if (isBinary(bytes)) return;
-    const lines = decoder.decode(bytes).split("\n");
+    const lines = decoder.decode(bytes).split("\n").map((l) =>
+      l.endsWith("\r") ? l.slice(0, -1) : l
+    );
+    const add = (i: number, at: number) =>
+      result.matches.push({ ...match, line: i + 1, column: at + 1, text: lines[i].slice(0, 500) });
+    if (contentRe) {
+      const hits = await contentRe.match(lines, deadline);
+      if (hits === null) {
+        result.timed_out = true;
+        return;
+      }
+      for (const [i, at] of hits) {
+        add(i, at);
+        if (result.matches.length >= query.maxResults) break;
+      }
+      stop();
+      return;
+    }
     for (let i = 0; i < lines.length; i++) {
       if (i % 1000 === 0 && stop()) return;
-      const text = lines[i].endsWith("\r") ? lines[i].slice(0, -1) : lines[i];
-      const at = contentRe
-        ? text.search(contentRe)
-        : (query.caseSensitive ? text : text.toLowerCase()).indexOf(needle!);
+      const at = (query.caseSensitive ? lines[i] : lines[i].toLowerCase()).indexOf(needle!);
       if (at === -1) continue;
-      result.matches.push({ ...match, line: i + 1, column: at + 1, text: text.slice(0, 500) });
+      add(i, at);
       if (stop()) return;
     }
   }
@@ -200,19 +221,22 @@ export async function searchTree(
       (query.includeHidden || !basename(e.rel).startsWith(".")) &&
       !hide(join(shown, e.rel), e.path),
   });
-  for await (const entry of walk) {
-    if (stop()) break;
-    const name = basename(entry.rel);
-    const named = nameRe === undefined || nameRe.test(byPath ? entry.rel : name);
-    if (!named) continue;
-    const match: SearchMatch = {
-      path: join(shown, entry.rel),
-      name,
-      type: entry.stat.kind === "directory" ? "directory" : "file",
-      size: entry.stat.size,
-    };
-    if (query.content === undefined) result.matches.push(match);
-    else if (entry.stat.kind === "file") await scan(entry, match);
+  try {
+    for await (const entry of walk) {
+      if (stop()) break;
+      const name = basename(entry.rel);
+      if (nameMatches && !nameMatches(byPath ? entry.rel : name)) continue;
+      const match: SearchMatch = {
+        path: join(shown, entry.rel),
+        name,
+        type: entry.stat.kind === "directory" ? "directory" : "file",
+        size: entry.stat.size,
+      };
+      if (query.content === undefined) result.matches.push(match);
+      else if (entry.stat.kind === "file") await scan(entry, match);
+    }
+  } finally {
+    contentRe?.close();
   }
   if (result.matches.length > query.maxResults) result.matches.length = query.maxResults;
   return result;

@@ -388,6 +388,29 @@ Deno.test("file_ops: search by name and content, bounded", async (t) => {
     assert.equal(body.truncated, true);
   });
 
+  await t.step("a regex that backtracks for ever is stopped by timeout_ms", async () => {
+    await Deno.writeTextFile(`${root}/src/evil.txt`, `${"a".repeat(40)}!\n`);
+    const res = await search({
+      path: "src",
+      pattern: "evil.txt",
+      content: "^(a+)+$",
+      regex: true,
+      timeout_ms: 300,
+    });
+    assert.equal(res.status, 200);
+    const body = await res.json();
+    assert.equal(body.timed_out, true);
+    assert.deepEqual(body.matches, []);
+    // The server was never stuck: it answers the next request.
+    const health = await server.fetch("/health");
+    assert.equal(health.status, 200);
+    await health.body?.cancel();
+    // A glob cannot backtrack at all.
+    const glob = await (await search({ path: "src", pattern: `${"*a".repeat(200)}b` })).json();
+    assert.deepEqual(glob.matches, []);
+    assert.equal(glob.timed_out, false);
+  });
+
   await t.step("bad requests", async () => {
     await assertError(await search({ path: "src" }), 400, "invalid_arguments");
     await assertError(
