@@ -99,6 +99,18 @@ function parseStatx(buf: Uint8Array<ArrayBuffer>): EntryStat {
   };
 }
 
+/** `openat2(AT_FDCWD, path)`: the descriptor, or null where the kernel has no `openat2`. */
+function openat2(lib: Libc, path: string, flags: number, resolve: number): number | null {
+  const how = new BigUint64Array([BigInt(flags), 0n, BigInt(resolve)]);
+  const fd = Number(
+    lib.syscall(SYS_OPENAT2, BigInt(C.AT_FDCWD), cString(path), new Uint8Array(how.buffer), 24n),
+  );
+  if (fd >= 0) return fd;
+  const n = errno();
+  if (errnoName(n) === "ENOSYS" || errnoName(n) === "EPERM") return null;
+  throw new LibcCallError(`openat2(${path})`, n);
+}
+
 /**
  * A directory opened by descriptor; operations inside it name entries by base name only.
  *
@@ -131,20 +143,9 @@ export class PinnedDirectory {
   static open(path: string, noSymlinks: boolean): PinnedDirectory | null {
     const lib = loadLibc();
     if (!lib) return null;
-    const how = new BigUint64Array([
-      BigInt(C.O_PATH | C.O_DIRECTORY | C.O_CLOEXEC),
-      0n,
-      BigInt(noSymlinks ? C.RESOLVE_NO_SYMLINKS | C.RESOLVE_NO_MAGICLINKS : 0),
-    ]);
-    const fd = Number(
-      lib.syscall(SYS_OPENAT2, BigInt(C.AT_FDCWD), cString(path), new Uint8Array(how.buffer), 24n),
-    );
-    if (fd < 0) {
-      const n = errno();
-      if (errnoName(n) === "ENOSYS" || errnoName(n) === "EPERM") return null;
-      throw new LibcCallError(`openat2(${path})`, n);
-    }
-    return new PinnedDirectory(lib, fd);
+    const resolve = noSymlinks ? C.RESOLVE_NO_SYMLINKS | C.RESOLVE_NO_MAGICLINKS : 0;
+    const fd = openat2(lib, path, C.O_PATH | C.O_DIRECTORY | C.O_CLOEXEC, resolve);
+    return fd === null ? null : new PinnedDirectory(lib, fd);
   }
 
   /**
@@ -155,19 +156,9 @@ export class PinnedDirectory {
   static statWithoutLinks(path: string): EntryStat | null {
     const lib = loadLibc();
     if (!lib) return null;
-    const how = new BigUint64Array([
-      BigInt(C.O_PATH | C.O_NOFOLLOW | C.O_CLOEXEC),
-      0n,
-      BigInt(C.RESOLVE_NO_SYMLINKS | C.RESOLVE_NO_MAGICLINKS),
-    ]);
-    const fd = Number(
-      lib.syscall(SYS_OPENAT2, BigInt(C.AT_FDCWD), cString(path), new Uint8Array(how.buffer), 24n),
-    );
-    if (fd < 0) {
-      const n = errno();
-      if (errnoName(n) === "ENOSYS" || errnoName(n) === "EPERM") return null;
-      throw new LibcCallError(`openat2(${path})`, n);
-    }
+    const resolve = C.RESOLVE_NO_SYMLINKS | C.RESOLVE_NO_MAGICLINKS;
+    const fd = openat2(lib, path, C.O_PATH | C.O_NOFOLLOW | C.O_CLOEXEC, resolve);
+    if (fd === null) return null;
     try {
       return new PinnedDirectory(lib, fd).stat();
     } finally {

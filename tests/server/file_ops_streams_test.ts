@@ -14,6 +14,14 @@ import {
 const TEMP = /^\.sandbar-upload-/;
 const json = (body: unknown) => ({ method: "POST", body: JSON.stringify(body) });
 
+/** Wait until the server's upload temp file is in `dir` (it is writing), or gone (cleaned up). */
+function waitForTempFile(dir: string, present: boolean): Promise<void> {
+  return waitFor(
+    async () => (await namesIn(dir)).some((n) => TEMP.test(n)) === present,
+    present ? "the temp file" : "the temp file to be removed",
+  );
+}
+
 /** A request body that sends `chunks` of 64 KiB, then waits forever (until aborted). */
 function stallingBody(chunks: number): ReadableStream<Uint8Array> {
   let sent = 0;
@@ -44,16 +52,10 @@ Deno.test("file_ops: an upload cut off halfway leaves the old file or none, and 
         signal: abort.signal,
       }).then((r) => r.body?.cancel(), () => "aborted");
       // The server is writing: its temp file is there, with part of the body in it.
-      await waitFor(
-        async () => (await namesIn(`${root}/d`)).some((n) => TEMP.test(n)),
-        "the temp file",
-      );
+      await waitForTempFile(`${root}/d`, true);
       abort.abort();
       assert.equal(await request, "aborted");
-      await waitFor(
-        async () => !(await namesIn(`${root}/d`)).some((n) => TEMP.test(n)),
-        "the temp file to be removed",
-      );
+      await waitForTempFile(`${root}/d`, false);
       const names = await namesIn(`${root}/d`);
       assert.deepEqual(names, ["keep.txt"]);
       assert.equal(await Deno.readTextFile(`${root}/d/keep.txt`), "old content");
@@ -69,15 +71,9 @@ Deno.test("file_ops: an upload cut off halfway leaves the old file or none, and 
           `Content-Length: 1000000\r\n\r\n${"x".repeat(200_000)}`,
       ),
     );
-    await waitFor(
-      async () => (await namesIn(`${root}/d`)).some((n) => TEMP.test(n)),
-      "the temp file",
-    );
+    await waitForTempFile(`${root}/d`, true);
     conn.close();
-    await waitFor(
-      async () => !(await namesIn(`${root}/d`)).some((n) => TEMP.test(n)),
-      "the temp file to be removed",
-    );
+    await waitForTempFile(`${root}/d`, false);
     assert.deepEqual(await namesIn(`${root}/d`), ["keep.txt"]);
     assert.equal(await Deno.readTextFile(`${root}/d/keep.txt`), "old content");
   });
@@ -105,16 +101,10 @@ Deno.test("file_ops: an upload cut off halfway leaves the old file or none, and 
       body,
       signal: abort.signal,
     }).then((r) => r.body?.cancel(), () => "aborted");
-    await waitFor(
-      async () => (await namesIn(`${root}/d`)).some((n) => TEMP.test(n)),
-      "the temp file",
-    );
+    await waitForTempFile(`${root}/d`, true);
     abort.abort();
     assert.equal(await request, "aborted");
-    await waitFor(
-      async () => !(await namesIn(`${root}/d`)).some((n) => TEMP.test(n)),
-      "the temp file to be removed",
-    );
+    await waitForTempFile(`${root}/d`, false);
     assert.deepEqual(await namesIn(`${root}/d`), ["keep.txt"]);
   });
 });
@@ -156,10 +146,7 @@ Deno.test("file_ops: payload_too_large on upload, declared or streamed, loses no
         "payload_too_large",
         target,
       );
-      await waitFor(
-        async () => !(await namesIn(root)).some((n) => TEMP.test(n)),
-        "no temp file",
-      );
+      await waitForTempFile(root, false);
       assert.deepEqual(await namesIn(root), ["keep.txt"]);
       assert.equal(await Deno.readTextFile(`${root}/keep.txt`), "old content");
     }
