@@ -1,0 +1,393 @@
+// How the server starts processes: natively (libc's posix_spawn over FFI, POSIX_SPAWN_SETSID,
+// pipes and a pidfd on one poll loop) and through the Deno.Command + setsid fallback
+// (SANDBAR_PROCESS_SPAWN=command), with the same behaviour either way. Real servers, real
+// processes, and the server's own /proc entries for what it holds: no descriptor is leaked, no
+// poll outlives its processes, output larger than a pipe never blocks a child, a stdin write
+// waits for room, children start clean. Waits poll with a generous bound; nothing depends on
+// tight timings.
+import assert from "node:assert/strict";
+import { NativeChild } from "../../server/process/native_child.ts";
+import { nativeSpawnSupported } from "../../server/process/native_spawn.ts";
+import { pollLoop } from "../../server/process/poll_loop.ts";
+import { startTestServer, type TestServer } from "../helpers/server.ts";
+
+function post(server: TestServer, path: string, body: unknown): Promise<Response> {
+  return server.fetch(path, {
+    method: "POST",
+    body: JSON.stringify(body),
+    headers: { "content-type": "application/json" },
+  });
+}
+
+async function postJson(server: TestServer, path: string, body: unknown) {
+  const res = await post(server, path, body);
+  return { status: res.status, body: await res.json() };
+}
+
+/** `/proc/<pid>/stat` fields after the command name: state, ppid, pgrp, session. */
+function procStat(pid: number): { state: string; ppid: number; pgrp: number; sid: number } | null {
+  try {
+    const s = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
+    return { state: f[0], ppid: Number(f[1]), pgrp: Number(f[2]), sid: Number(f[3]) };
+  } catch {
+    return null;
+  }
+}
+
+/** The narrowed server: the launcher's child. */
+function serverPid(server: TestServer): number {
+  for (const e of Deno.readDirSync("/proc")) {
+    if (/^\d+$/.test(e.name) && procStat(Number(e.name))?.ppid === server.pid) {
+      return Number(e.name);
+    }
+  }
+  throw new Error("no server process");
+}
+
+/** What the descriptors of `pid` are (`pipe:[…]`, `anon_inode:[pidfd]`, a path), sockets left out. */
+function descriptors(pid: number): Map<number, string> {
+  const out = new Map<number, string>();
+  for (const e of Deno.readDirSync(`/proc/${pid}/fd`)) {
+    try {
+      const target = Deno.readLinkSync(`/proc/${pid}/fd/${e.name}`);
+      if (!target.startsWith("socket:")) out.set(Number(e.name), target);
+    } catch { /* closed while listing */ }
+  }
+  return out;
+}
+
+/** The pids `pid` holds a pidfd for. */
+function pidfdTargets(pid: number): number[] {
+  const pids: number[] = [];
+  for (const [fd, target] of descriptors(pid)) {
+    if (target !== "anon_inode:[pidfd]") continue;
+    const info = Deno.readTextFileSync(`/proc/${pid}/fdinfo/${fd}`);
+    pids.push(Number(/^Pid:\s+(-?\d+)/m.exec(info)?.[1]));
+  }
+  return pids;
+}
+
+/** `poll` and `ppoll` syscall numbers (x86_64; aarch64 has only `ppoll`). */
+const POLL_SYSCALLS = Deno.build.arch === "x86_64" ? ["7", "271"] : ["73"];
+
+/** Threads of `pid` blocked in poll(2) now. */
+function pollingThreads(pid: number): number {
+  let n = 0;
+  for (const t of Deno.readDirSync(`/proc/${pid}/task`)) {
+    try {
+      const call = Deno.readTextFileSync(`/proc/${pid}/task/${t.name}/syscall`).split(" ")[0];
+      if (POLL_SYSCALLS.includes(call)) n++;
+    } catch { /* the thread ended */ }
+  }
+  return n;
+}
+
+function summary(fds: Map<number, string>): string {
+  const kinds = [...fds.values()].map((t) => t.replace(/\[\d+\]$/, "")).sort();
+  return `${fds.size}: ${kinds.join(" ")}`;
+}
+
+async function eventually(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  ms = 20000,
+): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The buffered output of a background process, both streams, as text. */
+async function outputText(server: TestServer, pid: number): Promise<string> {
+  const out = await (await server.fetch(`/process/${pid}/output`)).json();
+  return out.chunks.map((c: { data: string }) => c.data).join("");
+}
+
+/** The pid a background process printed, once it has. */
+async function printedPid(server: TestServer, pid: number): Promise<number> {
+  let printed = 0;
+  await eventually("the process printed a pid", async () => {
+    printed = Number((await outputText(server, pid)).trim());
+    return printed > 0;
+  });
+  return printed;
+}
+
+/**
+ * A shell string that starts `sleep 300` in a session of its own (out of the group, so not
+ * killed with it, and holding the pipes), waits until it really is, and prints its pid.
+ */
+const RUNAWAY = "setsid sleep 300 & p=$!; " +
+  'until [ "$(cut -d\' \' -f6 /proc/$p/stat)" = "$p" ]; do sleep 0.01; done; echo $p';
+
+/** The descriptors a child of this test process gets besides 0, 1 and 2 (the test's own). */
+async function inheritedHere(): Promise<string> {
+  const out = await new Deno.Command("ls", { args: ["/proc/self/fd"] }).output();
+  return new TextDecoder().decode(out.stdout);
+}
+
+function alive(pid: number): boolean {
+  const st = procStat(pid);
+  return st !== null && st.state !== "Z" && st.state !== "X";
+}
+
+const SPAWN_PATHS: { name: string; env: Record<string, string> }[] = [
+  { name: "native", env: {} },
+  { name: "setsid fallback", env: { SANDBAR_PROCESS_SPAWN: "command" } },
+];
+
+for (const path of SPAWN_PATHS) {
+  Deno.test(`${path.name}: results, signals, timeouts, groups and clean children`, async (t) => {
+    await using server = await startTestServer({ env: path.env });
+    const spid = serverPid(server);
+    await t.step("the spawn path in use is the one asked for", async () => {
+      const { body } = await postJson(server, "/process/start", { cmd: "sleep 300" });
+      // The native path watches its processes from one thread parked in poll(2).
+      if (path.name === "native") {
+        await eventually("the poll loop is parked", () => pollingThreads(spid) > 0);
+      }
+      assert.equal(pollingThreads(spid) > 0, path.name === "native");
+      await postJson(server, `/process/${body.pid}/signal`, { signal: "SIGKILL" });
+      await eventually("it is reaped", () => procStat(body.pid) === null);
+      await eventually("no poll is left", () => pollingThreads(spid) === 0);
+    });
+    await t.step("a PATH directory the server may not read: found, or surely missing", async () => {
+      // Outside every directory the narrowed server may read: Deno cannot look in it, libc can.
+      const dir = await Deno.makeTempDir({ prefix: "sandbar-spawn-path-" });
+      try {
+        await Deno.writeTextFile(`${dir}/sandbar-hello`, "#!/bin/sh\necho hello\n", {
+          mode: 0o755,
+        });
+        const env = { PATH: `${dir}:/usr/bin:/bin` };
+        const found = await postJson(server, "/process/shell", { argv: ["sandbar-hello"], env });
+        assert.equal(found.body.stdout, "hello\n");
+        const missing = await postJson(server, "/process/shell", {
+          argv: ["sandbar-missing-tool"],
+          env,
+        });
+        assert.deepEqual([missing.status, missing.body.code], [400, "process_invalid"]);
+      } finally {
+        await Deno.remove(dir, { recursive: true });
+      }
+    });
+    await t.step("stdout, stderr, exit code, stdin text", async () => {
+      const r = await postJson(server, "/process/shell", {
+        cmd: "cat; echo err >&2; exit 3",
+        stdin: "in\n",
+      });
+      assert.deepEqual([r.body.stdout, r.body.stderr, r.body.exit_code], ["in\n", "err\n", 3]);
+    });
+    await t.step("a signal is 128+n with its name; a timeout is 124", async () => {
+      const killed = await postJson(server, "/process/shell", { cmd: "kill -TERM $$" });
+      assert.deepEqual([killed.body.exit_code, killed.body.signal], [143, "SIGTERM"]);
+      const slow = await postJson(server, "/process/shell", { cmd: "sleep 30", timeout: 0.2 });
+      assert.deepEqual([slow.body.exit_code, slow.body.timed_out], [124, true]);
+    });
+    await t.step(
+      "each process leads its own session and group; grandchildren die with it",
+      async () => {
+        const { body } = await postJson(server, "/process/start", {
+          cmd: "sleep 300 & echo $!; wait",
+        });
+        // Native: a leader from the start. setsid: once it has called setsid(2), just after.
+        if (path.name !== "native") {
+          await eventually("setsid made the session", () => procStat(body.pid)?.sid === body.pid);
+        }
+        const st = procStat(body.pid)!;
+        assert.deepEqual([st.pgrp, st.sid, st.ppid], [body.pid, body.pid, spid]);
+        const grandchild = await printedPid(server, body.pid);
+        assert.ok(alive(grandchild));
+        await postJson(server, `/process/${body.pid}/signal`, { signal: "SIGTERM" });
+        await eventually("the grandchild died with the group", () => !alive(grandchild));
+      },
+    );
+    await t.step("a child holds only 0, 1 and 2, with signals at their defaults", async () => {
+      // Another process's stdin pipe is open meanwhile: it must not leak into this child.
+      const other = await postJson(server, "/process/start", { cmd: "cat", stdin: true });
+      const fds = await postJson(server, "/process/shell", { argv: ["ls", "/proc/self/fd"] });
+      // No more than a child of this test gets (0, 1, 2, ls's own listing, and whatever the
+      // machine hands every process without O_CLOEXEC).
+      assert.equal(fds.body.stdout, await inheritedHere());
+      const sig = await postJson(server, "/process/shell", {
+        argv: ["grep", "-E", "^Sig(Ign|Blk)", "/proc/self/status"],
+      });
+      const mask = (name: string) =>
+        BigInt("0x" + new RegExp(`^${name}:\\s+([0-9a-f]+)`, "m").exec(sig.body.stdout)![1]);
+      assert.equal(mask("SigBlk"), 0n);
+      // Bits 32 and 33 are glibc's own; SIGPIPE (bit 12) must not be ignored, as Deno ignores it.
+      assert.equal(mask("SigIgn") & 0x7fffffffn, 0n);
+      const pipe = await postJson(server, "/process/shell", { cmd: "yes | head -c 2" });
+      assert.deepEqual([pipe.body.stdout, pipe.body.stderr, pipe.body.exit_code], ["y\n", "", 0]);
+      await postJson(server, `/process/${other.body.pid}/stdin`, { close: true });
+    });
+    await t.step("a script without #! runs with /bin/sh, as execvp would", async () => {
+      await Deno.writeTextFile(`${server.root}/plain-script`, "echo from script $1\n", {
+        mode: 0o755,
+      });
+      const r = await postJson(server, "/process/shell", { argv: ["./plain-script", "x"] });
+      assert.deepEqual([r.body.stdout, r.body.exit_code], ["from script x\n", 0]);
+      const direct = await postJson(server, "/process/shell", { cmd: "./plain-script y" });
+      assert.equal(direct.body.stdout, "from script y\n");
+    });
+    await t.step("a missing program is process_invalid", async () => {
+      const r = await postJson(server, "/process/shell", { argv: ["no-such-program-sandbar"] });
+      assert.deepEqual([r.status, r.body.code], [400, "process_invalid"]);
+    });
+    await t.step(
+      "a runaway that left the group and holds the pipes is cut off by the timeout",
+      async () => {
+        const r = await postJson(server, "/process/shell", {
+          cmd: RUNAWAY,
+          timeout: 2,
+        });
+        const runaway = Number(r.body.stdout.trim());
+        try {
+          assert.deepEqual([r.body.exit_code, r.body.timed_out], [124, true]);
+          assert.ok(alive(runaway), "setsid took it out of the group, so it is not killed");
+        } finally {
+          Deno.kill(runaway, "SIGKILL");
+        }
+      },
+    );
+  });
+}
+
+Deno.test("no descriptor is left behind after 200 runs of every kind", async () => {
+  await using server = await startTestServer();
+  const spid = serverPid(server);
+  const big = "x".repeat(200_000); // more than a pipe holds: the stdin write waits for room
+  const runs: (() => Promise<void>)[] = [
+    async () =>
+      assert.equal((await postJson(server, "/process/shell", { cmd: "true" })).body.exit_code, 0),
+    async () => {
+      const r = await postJson(server, "/process/shell", { cmd: "cat", stdin: big });
+      assert.equal(r.body.stdout.length, big.length);
+    },
+    async () => {
+      const r = await postJson(server, "/process/shell", { cmd: "echo o; echo e >&2; exit 3" });
+      assert.equal(r.body.exit_code, 3);
+    },
+    async () => {
+      const res = await post(server, "/process/shell/stream", { cmd: "echo a; echo b >&2" });
+      assert.match(await res.text(), /"type":"exit"/);
+    },
+    async () => {
+      const r = await postJson(server, "/process/shell", { argv: ["no-such-program-sandbar"] });
+      assert.equal(r.status, 400);
+    },
+    async () => {
+      const r = await postJson(server, "/process/shell", { cmd: "sleep 30", timeout: 0.05 });
+      assert.equal(r.body.exit_code, 124);
+    },
+    async () => {
+      const { body } = await postJson(server, "/process/start", { cmd: "echo bg", stdin: true });
+      const done = await (await server.fetch(`/process/${body.pid}?wait=true`)).json();
+      assert.equal(done.exit_code, 0);
+    },
+    async () => {
+      // A stream the client drops after the first chunk: the group is killed.
+      const res = await post(server, "/process/shell/stream", { cmd: "yes" });
+      const reader = res.body!.getReader();
+      await reader.read();
+      await reader.cancel();
+    },
+  ];
+  await runs[0]();
+  const before = descriptors(spid);
+  for (let i = 0; i < 200; i++) await runs[i % runs.length]();
+  await eventually(
+    "the server holds what it held before",
+    () => summary(descriptors(spid)) === summary(before),
+  ).catch(() => assert.equal(summary(descriptors(spid)), summary(before)));
+  assert.deepEqual(pidfdTargets(spid), []);
+});
+
+Deno.test("output larger than a pipe never blocks a child, read or not", async () => {
+  await using server = await startTestServer();
+  const { body } = await postJson(server, "/process/start", {
+    cmd: "head -c 3000000 /dev/zero | tr '\\0' a",
+    buffer_bytes: 65536,
+  });
+  // Nobody reads its output; it must still run to the end.
+  const done = await (await server.fetch(`/process/${body.pid}?wait=true&timeout=60`)).json();
+  assert.deepEqual([done.running, done.exit_code, done.output_bytes], [false, 0, 3_000_000]);
+  assert.ok(done.dropped_bytes >= 3_000_000 - 65536, `dropped ${done.dropped_bytes}`);
+  const shell = await postJson(server, "/process/shell", {
+    cmd: "head -c 5000000 /dev/zero | tr '\\0' b; echo done >&2",
+    max_output_bytes: 1000,
+  });
+  assert.equal(shell.body.stdout, "b".repeat(1000));
+  assert.deepEqual([shell.body.stdout_dropped, shell.body.stderr], [4_999_000, "done\n"]);
+});
+
+Deno.test("stdin: a write larger than the pipe waits for the reader; one never read fails at exit", async () => {
+  await using server = await startTestServer();
+  const data = "z".repeat(1 << 20);
+  const slow = await postJson(server, "/process/start", { cmd: "sleep 0.5; exec wc -c" });
+  const wrote = await postJson(server, `/process/${slow.body.pid}/stdin`, { data, close: true });
+  assert.deepEqual([wrote.status, wrote.body.written, wrote.body.stdin_open], [
+    200,
+    1 << 20,
+    false,
+  ]);
+  await (await server.fetch(`/process/${slow.body.pid}?wait=true&timeout=60`)).json();
+  assert.equal((await outputText(server, slow.body.pid)).trim(), String(1 << 20));
+
+  // Reads a little, then never again: the write stays pending until the process is killed.
+  const stuck = await postJson(server, "/process/start", {
+    cmd: "head -c 1000 >/dev/null; exec sleep 300",
+  });
+  const pending = postJson(server, `/process/${stuck.body.pid}/stdin`, { data });
+  // The server still answers while the write waits.
+  const info = await (await server.fetch(`/process/${stuck.body.pid}`)).json();
+  assert.deepEqual([info.running, info.stdin_open], [true, true]);
+  await postJson(server, `/process/${stuck.body.pid}/signal`, { signal: "SIGKILL" });
+  const failed = await pending;
+  assert.deepEqual([failed.status, failed.body.code], [409, "conflict"]);
+});
+
+Deno.test("the server stops while a runaway holds a process's pipes", async () => {
+  const server = await startTestServer();
+  const { body } = await postJson(server, "/process/start", { cmd: RUNAWAY });
+  const runaway = await printedPid(server, body.pid);
+  try {
+    assert.ok(alive(runaway));
+    await server.close(); // returns only once the server process has exited
+  } finally {
+    Deno.kill(runaway, "SIGKILL");
+  }
+});
+
+Deno.test({
+  name: "native children in this process: no descriptor and no poll outlive them",
+  ignore: !nativeSpawnSupported(),
+  fn: async () => {
+    const before = summary(descriptors(Deno.pid));
+    const env = { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin" };
+    for (let i = 0; i < 50; i++) {
+      const chunks: string[] = [];
+      const child = new NativeChild(
+        { argv: ["sh", "-c", "cat; echo $0 >&2; exit 5", "sh"], cwd: "/", env, stdin: true },
+        (type, bytes) => chunks.push(`${type}:${new TextDecoder().decode(bytes)}`),
+      );
+      await child.write(new TextEncoder().encode("hello"));
+      await child.closeStdin();
+      assert.deepEqual(await child.status, { code: 5, signal: null });
+      await child.drained;
+      assert.deepEqual(chunks.sort(), ["stderr:sh\n", "stdout:hello"]);
+    }
+    assert.throws(
+      () =>
+        new NativeChild(
+          { argv: ["no-such-program-sandbar"], cwd: "/", env, stdin: true },
+          () => {},
+        ),
+      Deno.errors.NotFound,
+    );
+    assert.equal(pollLoop.running, false);
+    assert.equal(summary(descriptors(Deno.pid)), before);
+  },
+});
