@@ -6,14 +6,20 @@
  */
 
 import assert from "node:assert/strict";
+import { LocalProvider, registerProvider } from "../../sdk/mod.ts";
+
+let fileHome: string | undefined;
 
 /**
- * Make a fresh SANDBAR_HOME for this process (tests of one file share it). It is removed when
- * the process ends even if no test ran (a `--filter` that matches none skips `afterAll`).
+ * Make a fresh sandbox home for this test file, and make it the default `local` provider's home.
+ * Not through `SANDBAR_HOME`: `deno test --parallel` runs files as workers of one process, which
+ * share one environment, while each worker has its own provider registry. It is removed when the
+ * process ends even if no test ran (a `--filter` that matches none skips `afterAll`).
  */
 export async function useSandbarHome(): Promise<string> {
   const home = await Deno.makeTempDir({ prefix: "sbh-" });
-  Deno.env.set("SANDBAR_HOME", home);
+  fileHome = home;
+  registerProvider("local", () => new LocalProvider({ home }));
   globalThis.addEventListener("unload", () => {
     try {
       Deno.removeSync(home, { recursive: true });
@@ -80,7 +86,7 @@ export async function runChild(code: string, env: Record<string, string> = {}): 
   const script = `import * as sdk from ${JSON.stringify(mod)};\n${code}`;
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["eval", "--ext=ts", script],
-    env: { SANDBAR_HOME: Deno.env.get("SANDBAR_HOME")!, ...env },
+    env: { SANDBAR_HOME: fileHome!, ...env },
     stdout: "piped",
     stderr: "piped",
   }).output();
