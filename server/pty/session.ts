@@ -202,6 +202,12 @@ export class Terminal {
   async #finish(graceMs: number): Promise<void> {
     clearTimeout(this.#idleTimer);
     clearTimeout(this.#pressureTimer);
+    // The shell itself first, through its handle (safe from pid reuse): the scan below finds
+    // members by session, and a terminal deleted right after it was created may still be in
+    // `setsid`, before the session exists.
+    try {
+      this.#child.kill("SIGHUP");
+    } catch { /* exited */ }
     try {
       await hangUpSession(this.pid, graceMs);
     } catch (e) {
@@ -210,7 +216,15 @@ export class Terminal {
         this.#child.kill("SIGKILL");
       } catch { /* gone */ }
     }
+    // Our own child, not yet reaped, so its pid cannot have been reused: if the hang-up missed it
+    // (it ignores SIGHUP and left the session), it is killed outright.
+    const timer = setTimeout(() => {
+      try {
+        this.#child.kill("SIGKILL");
+      } catch { /* exited */ }
+    }, graceMs);
     const status = await this.#child.status;
+    clearTimeout(timer);
     this.#term.resume();
     await this.#term.close();
     this.exit = {
