@@ -9,6 +9,8 @@
  * @module
  */
 
+import { libc, libcAvailable } from "./libc/index.ts";
+
 const PR_SET_DUMPABLE = 4;
 
 /**
@@ -21,17 +23,6 @@ const PR_SET_DUMPABLE = 4;
  * ```
  */
 export function hideFromSameUser(): boolean {
-  if (Deno.build.os !== "linux") return false;
-  try {
-    const libc = Deno.dlopen("libc.so.6", {
-      prctl: { parameters: ["i32", "u64", "u64", "u64", "u64"], result: "i32" },
-    });
-    try {
-      return libc.symbols.prctl(PR_SET_DUMPABLE, 0n, 0n, 0n, 0n) === 0;
-    } finally {
-      libc.close();
-    }
-  } catch {
-    return false;
-  }
+  if (Deno.build.os !== "linux" || !libcAvailable()) return false;
+  return libc().prctl(PR_SET_DUMPABLE, 0n, 0n, 0n, 0n) === 0;
 }

@@ -1,34 +1,16 @@
 /**
- * The libc calls the file group needs where Deno's path-based file API cannot be race-free:
- * descriptor-relative `*at` calls, `openat2` with `RESOLVE_NO_SYMLINKS`, `statx` and directory
- * reading. Loaded once, on first use, through `Deno.dlopen`; null where unavailable (not Linux,
- * no FFI permission), and callers then fall back to path-based calls with identity checks.
- *
- * Synchronous calls run on the JavaScript thread, so `errno` read right after them is theirs;
- * only `fdatasync`, which can take seconds on a large file, runs on the FFI pool. Constants are
- * those of Linux x86_64 and aarch64 (they agree on all of these).
+ * The file group's view of libc (bound once, in `server/libc/`): descriptor-relative `*at`
+ * calls, `openat2` with `RESOLVE_NO_SYMLINKS`, `statx` and directory reading, where Deno's
+ * path-based file API cannot be race-free; null where unavailable (not Linux, no FFI
+ * permission), and callers then fall back to path-based calls with identity checks. The
+ * constants and errno names are those of Linux x86_64 and aarch64 (they agree on all of these).
  *
  * @module
  */
 
-const SYMBOLS = {
-  syscall: { parameters: ["i64", "i64", "buffer", "buffer", "usize"], result: "i64" },
-  openat: { parameters: ["i32", "buffer", "i32", "u32"], result: "i32" },
-  write: { parameters: ["i32", "buffer", "usize"], result: "isize" },
-  fdatasync: { parameters: ["i32"], result: "i32", nonblocking: true },
-  fchmod: { parameters: ["i32", "u32"], result: "i32" },
-  close: { parameters: ["i32"], result: "i32" },
-  renameat: { parameters: ["i32", "buffer", "i32", "buffer"], result: "i32" },
-  linkat: { parameters: ["i32", "buffer", "i32", "buffer", "i32"], result: "i32" },
-  unlinkat: { parameters: ["i32", "buffer", "i32"], result: "i32" },
-  mkdirat: { parameters: ["i32", "buffer", "u32"], result: "i32" },
-  statx: { parameters: ["i32", "buffer", "i32", "u32", "buffer"], result: "i32" },
-  readlinkat: { parameters: ["i32", "buffer", "buffer", "usize"], result: "isize" },
-  fdopendir: { parameters: ["i32"], result: "pointer" },
-  readdir64: { parameters: ["pointer"], result: "pointer" },
-  closedir: { parameters: ["pointer"], result: "i32" },
-  __errno_location: { parameters: [], result: "pointer" },
-} as const;
+import { cString, errno, type Libc, libc, libcAvailable } from "../libc/index.ts";
+
+export { cString, errno, type Libc };
 
 /** `openat2` has the same number on x86_64 and aarch64 (the generic table). */
 export const SYS_OPENAT2 = 437n;
@@ -71,12 +53,8 @@ const ERRNO_NAMES: Record<number, string> = {
   122: "EDQUOT",
 };
 
-/** The loaded symbols. */
-export type Libc = Deno.DynamicLibrary<typeof SYMBOLS>["symbols"];
-let libc: Libc | null | undefined;
-
 /**
- * The library, or null where it cannot be used.
+ * The library, or null where it cannot be used (not Linux, no FFI permission, no glibc).
  *
  * @example
  * ```ts ignore
@@ -85,27 +63,7 @@ let libc: Libc | null | undefined;
  * ```
  */
 export function loadLibc(): Libc | null {
-  if (libc !== undefined) return libc;
-  try {
-    libc = Deno.build.os === "linux" ? Deno.dlopen("libc.so.6", SYMBOLS).symbols : null;
-  } catch {
-    libc = null; // No FFI permission, or no glibc.
-  }
-  return libc;
-}
-
-/** A NUL-terminated copy of a string, for a `const char *`. */
-export function cString(s: string): Uint8Array<ArrayBuffer> {
-  const bytes = new TextEncoder().encode(s);
-  const out = new Uint8Array(bytes.length + 1);
-  out.set(bytes);
-  return out;
-}
-
-/** `errno` of the last synchronous call on this thread. */
-export function errno(): number {
-  const p = loadLibc()?.__errno_location();
-  return p ? new Deno.UnsafePointerView(p).getInt32() : 0;
+  return libcAvailable() ? libc() : null;
 }
 
 /** The name of an errno value (`ELOOP`), or `errno <n>`. */

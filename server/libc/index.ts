@@ -1,11 +1,12 @@
 /**
  * The few libc calls the server makes itself, through one `Deno.dlopen` of libc: the
  * pseudo-terminals' (Deno has no pty API and `Deno.Command` cannot hand a child an arbitrary
- * descriptor, so a terminal's master side lives here as a raw descriptor) and the process
+ * descriptor, so a terminal's master side lives here as a raw descriptor), the process
  * group's (`posix_spawn` with `POSIX_SPAWN_SETSID`, pipes, `pidfd_open`, `waitpid`), which
- * `Deno.Command` has no option for.
+ * `Deno.Command` has no option for, the file group's descriptor-relative `*at` calls, and
+ * `prctl` for the server's own hardening.
  *
- * Every call but `poll` is synchronous (`pollNow` is `poll` with a timeout of 0): they run on the JavaScript thread, never block (the
+ * Every call but `poll` and `fdatasync` is synchronous (`pollNow` is `poll` with a timeout of 0): they run on the JavaScript thread, never block (the
  * descriptors are `O_NONBLOCK`, `waitpid` is only asked with `WNOHANG`, `posix_spawn` returns
  * once the child has called `exec`), and so `errno` read right after them is theirs. `poll` is
  * declared `nonblocking` (it runs on Deno's FFI worker pool and returns a Promise); a pending
@@ -142,6 +143,22 @@ const SYMBOLS = {
   sigemptyset: { parameters: ["buffer"], result: "i32", optional: true },
   sigfillset: { parameters: ["buffer"], result: "i32", optional: true },
   pidfd_open: { parameters: ["i32", "u32"], result: "i32", optional: true },
+  // The file group's descriptor-relative calls (server/files/): race-free where Deno's
+  // path-based API is not. `fdatasync` can take seconds on a large file, so it runs on the pool.
+  syscall: { parameters: ["i64", "i64", "buffer", "buffer", "usize"], result: "i64" },
+  openat: { parameters: ["i32", "buffer", "i32", "u32"], result: "i32" },
+  fdatasync: { parameters: ["i32"], result: "i32", nonblocking: true },
+  fchmod: { parameters: ["i32", "u32"], result: "i32" },
+  renameat: { parameters: ["i32", "buffer", "i32", "buffer"], result: "i32" },
+  linkat: { parameters: ["i32", "buffer", "i32", "buffer", "i32"], result: "i32" },
+  unlinkat: { parameters: ["i32", "buffer", "i32"], result: "i32" },
+  mkdirat: { parameters: ["i32", "buffer", "u32"], result: "i32" },
+  statx: { parameters: ["i32", "buffer", "i32", "u32", "buffer"], result: "i32" },
+  readlinkat: { parameters: ["i32", "buffer", "buffer", "usize"], result: "isize" },
+  fdopendir: { parameters: ["i32"], result: "pointer" },
+  readdir64: { parameters: ["pointer"], result: "pointer" },
+  // Variadic in C; PR_SET_DUMPABLE takes longs (server/hardening.ts).
+  prctl: { parameters: ["i32", "u64", "u64", "u64", "u64"], result: "i32" },
 } as const;
 
 /** The opened library: its symbols. */
