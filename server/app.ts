@@ -12,6 +12,7 @@ import { ApiError, renderError } from "./errors.ts";
 import type { EndpointHandler, HandlerMap } from "./handlers/types.ts";
 import type { AuditSink } from "./middleware/audit/index.ts";
 import { asApiError, createPipeline } from "./pipeline.ts";
+import { StaticFirstRouter } from "./router.ts";
 import type { EndpointState } from "./policy/compile.ts";
 import type { ServerEnv, ServerState } from "./state.ts";
 
@@ -46,7 +47,10 @@ export interface ServerApps {
  * ```
  */
 export function buildApps(state: ServerState, handlers: HandlerMap, sink: AuditSink): ServerApps {
-  const apps: ServerApps = { http: new Hono<ServerEnv>(), pty: new Hono<ServerEnv>() };
+  const apps: ServerApps = {
+    http: new Hono<ServerEnv>({ router: new StaticFirstRouter() }),
+    pty: new Hono<ServerEnv>({ router: new StaticFirstRouter() }),
+  };
   const route = createPipeline(state, sink);
   // Static segments must win over parameters (`/v1/agents/sessions` is not an agent id), and
   // Hono runs matching routes in registration order, so fewer parameters go first.
