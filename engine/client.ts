@@ -67,8 +67,8 @@ interface Pending {
 export interface ClientOptions {
   /** How long a cancelled request may go unanswered before the engine counts as unresponsive. */
   graceMs: number;
-  /** Writes one line to the engine. */
-  send(line: string): Promise<void>;
+  /** Queues one line for the engine; a line that cannot be written is the transport's to report. */
+  send(line: string): void;
   /** Called once when a cancelled request went unanswered for `graceMs`. */
   onUnresponsive(): void;
   /** Called with each diagnostic as it is recorded. */
@@ -173,7 +173,7 @@ export class RpcClient {
       this.#inFlight++;
       this.#touch(entry);
       // A failed write means the process is gone; the end of stdout fails the request.
-      this.options.send(entry.line).catch(() => {});
+      this.options.send(entry.line);
     }
   }
 
@@ -222,7 +222,7 @@ export class RpcClient {
     }
     entry.state = "cancelled";
     const cancel = JSON.stringify({ jsonrpc: "2.0", method: "cancel", params: { id: entry.id } });
-    this.options.send(cancel).catch(() => {});
+    this.options.send(cancel);
     entry.timers.push(setTimeout(() => this.options.onUnresponsive(), this.options.graceMs));
   }
 

@@ -1,9 +1,10 @@
 /**
- * Newline-delimited framing over byte streams, both directions. Reading keeps a list of chunks and
- * scans only new bytes for `\n`, so a long line costs linear time, and it caps each logical line
- * (not each chunk) so the cap does not depend on how the pipe split the data. Writing joins every
- * line queued in one tick into one write and awaits each write, which is where backpressure from a
- * slow reader reaches the caller.
+ * Newline-delimited framing over byte streams, both directions. Reading fills one reused buffer
+ * per read, finds `\n` with `indexOf` on the bytes, decodes each run of complete lines in one call,
+ * and caps each logical line (not each chunk), so the cap does not depend on how the pipe split
+ * the data. Writing joins the lines queued in one tick into one write, starts a write early once a
+ * burst is long enough for the peer to begin on it, and awaits each write, which is where
+ * backpressure from a slow reader holds the queue back.
  *
  * @module
  */
@@ -20,9 +21,14 @@ export interface LineSink {
 
 const NEWLINE = 10;
 const HEAD_BYTES = 200;
-const decoder = new TextDecoder();
+// BOMs are kept, so a line decodes the same whether it arrived alone or inside a larger chunk.
+const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
 
-/** Splits a byte stream into lines no longer than `maxLineBytes`. */
+/**
+ * Splits a byte stream into lines no longer than `maxLineBytes`. The complete lines of a chunk are
+ * found with `indexOf` on the bytes and decoded in one call, then split as text: `\n` never occurs
+ * inside a multi-byte UTF-8 sequence, so the text's lines are exactly the bytes' lines.
+ */
 export class LineSplitter {
   #parts: Uint8Array[] = [];
   #size = 0;
@@ -35,16 +41,35 @@ export class LineSplitter {
   /** Feeds one chunk; delivers every line it completes. */
   push(chunk: Uint8Array): void {
     let start = 0;
-    for (;;) {
-      const end = chunk.indexOf(NEWLINE, start);
-      if (end === -1) {
-        if (start < chunk.length) this.#append(chunk.subarray(start));
-        return;
-      }
-      this.#append(chunk.subarray(start, end));
+    let end = chunk.indexOf(NEWLINE);
+    if (end !== -1 && this.#size > 0) {
+      // The end of a line that began in an earlier chunk.
+      this.#append(chunk.subarray(0, end));
       this.#emit();
       start = end + 1;
+      end = chunk.indexOf(NEWLINE, start);
     }
+    while (end !== -1) {
+      if (end - start > this.maxLineBytes) {
+        this.sink.overlong(decoder.decode(chunk.subarray(start, start + HEAD_BYTES)), end - start);
+        start = end + 1;
+        end = chunk.indexOf(NEWLINE, start);
+        continue;
+      }
+      // The run of lines within the cap that starts here, up to the last newline of the run.
+      const first = start;
+      let last = end;
+      start = end + 1;
+      end = chunk.indexOf(NEWLINE, start);
+      while (end !== -1 && end - start <= this.maxLineBytes) {
+        last = end;
+        start = end + 1;
+        end = chunk.indexOf(NEWLINE, start);
+      }
+      const text = decoder.decode(chunk.subarray(first, last));
+      for (const line of text.split("\n")) this.#line(line);
+    }
+    if (start < chunk.length) this.#append(chunk.subarray(start));
   }
 
   /** Reports whatever is left once the stream has ended. */
@@ -57,10 +82,15 @@ export class LineSplitter {
     this.#reset();
   }
 
+  #line(text: string): void {
+    this.sink.line(text.endsWith("\r") ? text.slice(0, -1) : text);
+  }
+
   #append(bytes: Uint8Array): void {
     this.#size += bytes.length;
     if (this.#discarding) return;
-    this.#parts.push(bytes);
+    // A copy: the reader fills the same buffer again.
+    this.#parts.push(bytes.slice());
     if (this.#size > this.maxLineBytes) {
       this.#head = decoder.decode(this.#joined().subarray(0, HEAD_BYTES));
       this.#parts = [];
@@ -69,12 +99,8 @@ export class LineSplitter {
   }
 
   #emit(): void {
-    if (this.#discarding) {
-      this.sink.overlong(this.#head, this.#size);
-    } else {
-      const text = decoder.decode(this.#joined());
-      this.sink.line(text.endsWith("\r") ? text.slice(0, -1) : text);
-    }
+    if (this.#discarding) this.sink.overlong(this.#head, this.#size);
+    else this.#line(decoder.decode(this.#joined()));
     this.#reset();
   }
 
@@ -98,17 +124,34 @@ export class LineSplitter {
   }
 }
 
-/** Reads `stream` to its end through a splitter. Resolves when the stream ends or fails. */
+/** The buffer each read fills: the most a default pipe holds. */
+const READ_BYTES = 64 * 1024;
+
+/**
+ * Reads `stream` to its end through a splitter. Resolves when the stream ends or fails. A byte
+ * stream (a pipe) is read into one reused buffer, so reading allocates nothing per chunk; the
+ * splitter copies the little it keeps across reads.
+ */
 export async function readLines(
   stream: ReadableStream<Uint8Array>,
   splitter: LineSplitter,
 ): Promise<void> {
-  const reader = stream.getReader();
+  let byob: ReadableStreamBYOBReader | undefined;
   try {
+    byob = stream.getReader({ mode: "byob" });
+  } catch {
+    // Not a byte stream: read its chunks as they come.
+  }
+  const reader = byob ?? stream.getReader();
+  try {
+    let buffer = new ArrayBuffer(READ_BYTES);
     for (;;) {
-      const { done, value } = await reader.read();
+      const { done, value } = byob
+        ? await byob.read(new Uint8Array(buffer))
+        : await (reader as ReadableStreamDefaultReader<Uint8Array>).read();
       if (done) break;
       splitter.push(value);
+      if (byob) buffer = value.buffer as ArrayBuffer;
     }
   } catch {
     // A read error means the peer is gone, which the caller learns from the resolution.
@@ -120,17 +163,39 @@ export async function readLines(
 
 const encoder = new TextEncoder();
 
-/** Writes lines to a byte stream, one write per batch, one batch at a time. */
+/**
+ * How many queued lines start a write at once instead of at the end of the tick. A peer that gets
+ * the first lines of a burst early works on them while this side still produces the rest, so the
+ * two processes overlap instead of taking turns (at 64 in flight, 16 measured about 15% faster than
+ * one write per tick, and faster than 8 or 32).
+ */
+export const FLUSH_LINES = 16;
+
+/**
+ * Writes lines to a byte stream. Lines queued in one tick go out in one write (sooner once
+ * {@linkcode FLUSH_LINES} are waiting), one write at a time; while a write is pending, new lines
+ * wait for it, and a full stream is awaited (`ready`) before the next write, which is where
+ * backpressure from a slow reader holds the queue back.
+ */
 export class LineWriter {
   #writer: WritableStreamDefaultWriter<Uint8Array>;
   #queue: string[] = [];
-  #batch: PromiseWithResolvers<void> | null = null;
-  #flushing: Promise<void> | null = null;
+  /** Settles when the lines now in the queue have been written; made only when someone waits. */
+  #queued: PromiseWithResolvers<void> | null = null;
+  #writing = false;
+  #drained: Promise<void> = Promise.resolve();
+  #scheduled = false;
   #closed = false;
   #failure: Error | null = null;
 
-  /** Makes a writer over `stream`; it holds the stream's lock until {@linkcode close}. */
-  constructor(stream: WritableStream<Uint8Array>) {
+  /**
+   * Makes a writer over `stream`; it holds the stream's lock until {@linkcode close}. `onFailure`
+   * hears of each batch a failed write lost, with its number of lines.
+   */
+  constructor(
+    stream: WritableStream<Uint8Array>,
+    readonly onFailure?: (error: Error, lines: number) => void,
+  ) {
     this.#writer = stream.getWriter();
   }
 
@@ -140,50 +205,77 @@ export class LineWriter {
   }
 
   /**
+   * Queues `line` (which must not contain `\n`) without waiting for it to be written. Returns
+   * false, and drops the line, when the writer is closed or has failed.
+   */
+  queue(line: string): boolean {
+    if (this.#closed) return false;
+    this.#queue.push(line);
+    if (this.#writing) return true;
+    if (this.#queue.length >= FLUSH_LINES) this.#start();
+    else if (!this.#scheduled) {
+      this.#scheduled = true;
+      queueMicrotask(this.#flushSoon);
+    }
+    return true;
+  }
+
+  /**
    * Queues `line` (which must not contain `\n`). Resolves once the batch holding it has been
    * written; rejects if the stream failed (for a child's stdin: the engine is gone).
    */
   write(line: string): Promise<void> {
     if (this.#failure) return Promise.reject(this.#failure);
-    if (this.#closed) return Promise.reject(new Error("stdin is closed"));
-    this.#queue.push(line + "\n");
-    this.#batch ??= Promise.withResolvers<void>();
-    const promise = this.#batch.promise;
-    // Deferred by a microtask so that every line written in this tick goes in the same write.
-    this.#flushing ??= Promise.resolve().then(() => this.#flush());
-    return promise;
+    if (this.#closed) return Promise.reject(new Error("the stream is closed"));
+    // Made before queueing, because queueing may take the queue into a write at once.
+    this.#queued ??= Promise.withResolvers<void>();
+    const written = this.#queued.promise;
+    this.queue(line);
+    return written;
+  }
+
+  #flushSoon = (): void => {
+    this.#scheduled = false;
+    if (!this.#writing && this.#queue.length > 0) this.#start();
+  };
+
+  #start(): void {
+    this.#writing = true;
+    this.#drained = this.#flush();
   }
 
   async #flush(): Promise<void> {
-    while (this.#queue.length > 0) {
-      const text = this.#queue.length === 1 ? this.#queue[0] : this.#queue.join("");
-      const batch = this.#batch!;
+    for (; this.#queue.length > 0 && !this.#failure;) {
+      const lines = this.#queue;
+      const waiting = this.#queued;
       this.#queue = [];
-      this.#batch = null;
+      this.#queued = null;
       try {
         // Waiting on `ready` only when the stream is full saves an event-loop turn per batch.
         if ((this.#writer.desiredSize ?? 1) <= 0) await this.#writer.ready;
-        await this.#writer.write(encoder.encode(text));
-        batch.resolve();
+        await this.#writer.write(encoder.encode(lines.join("\n") + "\n"));
+        waiting?.resolve();
       } catch (error) {
         this.#failure = error instanceof Error ? error : new Error(String(error));
         this.#closed = true;
-        batch.reject(this.#failure);
+        waiting?.reject(this.#failure);
+        this.onFailure?.(this.#failure, lines.length);
         // Lines queued while the failed write was pending share its fate.
-        const queued = this.#batch as PromiseWithResolvers<void> | null;
-        queued?.reject(this.#failure);
-        this.#batch = null;
+        if (this.#queue.length > 0) this.onFailure?.(this.#failure, this.#queue.length);
+        (this.#queued as PromiseWithResolvers<void> | null)?.reject(this.#failure);
+        this.#queued = null;
         this.#queue = [];
       }
     }
-    this.#flushing = null;
+    this.#writing = false;
   }
 
   /** Closes the stream once what is queued has been written. Never throws. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await this.#flushing;
+    if (!this.#writing && this.#queue.length > 0) this.#start();
+    await this.#drained;
     try {
       await this.#writer.close();
     } catch {

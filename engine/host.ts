@@ -96,7 +96,7 @@ export class EngineHost implements AsyncDisposable {
     };
     this.#client = new RpcClient(entry.name, {
       graceMs: this.#options.graceMs,
-      send: (line) => this.#process.send(line),
+      send: (line) => this.#process.post(line),
       onUnresponsive: () => void this.#stop(),
       onDiagnostic: options.onDiagnostic,
     });

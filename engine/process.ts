@@ -97,6 +97,14 @@ export class EngineProcess {
     return this.#writer.write(line);
   }
 
+  /**
+   * Queues one line for the engine's stdin without waiting for it. A line the engine can no longer
+   * take is dropped: the process is gone, which the end of stdout reports.
+   */
+  post(line: string): void {
+    this.#writer.queue(line);
+  }
+
   /** Closes the engine's stdin, which a conforming engine answers by exiting. */
   closeStdin(): Promise<void> {
     return this.#writer.close();

@@ -138,24 +138,44 @@ export async function serveEngine(
   options: ServeOptions = {},
 ): Promise<void> {
   const log = options.log ?? ((message: string) => console.error(`engine: ${message}`));
-  const writer = new LineWriter(options.output ?? Deno.stdout.writable);
+  const writer = new LineWriter(
+    options.output ?? Deno.stdout.writable,
+    (_error, lines) => log(`stdout is closed; ${lines} message(s) dropped`),
+  );
   const running = new Map<number, AbortController>();
   let description: Description | undefined;
 
   const send = (message: unknown) => {
-    writer.write(JSON.stringify(message)).catch(() => log("stdout is closed; message dropped"));
+    if (!writer.queue(JSON.stringify(message))) log("stdout is closed; message dropped");
   };
   const reply = (id: number, result: unknown) => send({ jsonrpc: "2.0", id, result });
   const fail = (id: number, code: ErrorCode, message: string) =>
     send({ jsonrpc: "2.0", id, error: { code, message } });
+  const failWith = (id: number, error: unknown) => {
+    if (error instanceof EngineFailure) fail(id, error.code, error.message);
+    else fail(id, "internal", error instanceof Error ? error.message : String(error));
+  };
 
-  const answer = async (id: number, work: () => Promise<unknown>) => {
+  /**
+   * Answers request `id` with what `work` returns or throws. A handler that answers without a
+   * promise is answered in the same tick, which spares the promises of an async step per request.
+   */
+  const answer = (id: number, work: () => unknown): Promise<void> | undefined => {
+    let outcome: unknown;
     try {
-      reply(id, await work());
+      outcome = work();
     } catch (error) {
-      if (error instanceof EngineFailure) fail(id, error.code, error.message);
-      else fail(id, "internal", error instanceof Error ? error.message : String(error));
+      failWith(id, error);
+      return;
     }
+    if (!isThenable(outcome)) {
+      reply(id, outcome);
+      return;
+    }
+    return Promise.resolve(outcome).then(
+      (value) => reply(id, value),
+      (error) => failWith(id, error),
+    );
   };
 
   const validated = <T>(schema: Parameters<typeof check<T>>[0], value: unknown, label: string) => {
@@ -163,6 +183,11 @@ export async function serveEngine(
     if (!checked.ok) throw new EngineFailure("internal", `the engine's ${checked.message}`);
     return checked.value;
   };
+  /** Validates what a handler answered, after it settles if it is a promise. */
+  const settled = <T>(schema: Parameters<typeof check<T>>[0], value: unknown, label: string) =>
+    isThenable(value)
+      ? Promise.resolve(value).then((v) => validated(schema, v, label))
+      : validated(schema, value, label);
 
   const takes = (question: Question) => {
     if (!description) throw new EngineFailure("unsupported", "describe must come first");
@@ -199,11 +224,11 @@ export async function serveEngine(
           return description;
         });
       case "covers":
-        return void answer(message.id, async () => {
+        return void answer(message.id, () => {
           const { question, model } = message.params;
           if (!description) throw new EngineFailure("unsupported", "describe must come first");
           if (!handlers.covers) return { covers: description.answers.includes(question.kind) };
-          return validated(CoversResultSchema, await handlers.covers(question, model), "covers");
+          return settled(CoversResultSchema, handlers.covers(question, model), "covers");
         });
       case "run": {
         const id = message.id;
@@ -219,7 +244,7 @@ export async function serveEngine(
             send({ jsonrpc: "2.0", method: "progress", params: { ...p, id } });
           }
         };
-        return void answer(id, async () => {
+        return void Promise.resolve(answer(id, async () => {
           takes(message.params.question);
           if (!handlers.run) throw new EngineFailure("unsupported", "this engine does not run");
           const result = await handlers.run(message.params, {
@@ -228,7 +253,7 @@ export async function serveEngine(
             progress,
           });
           return validated(ResultSchema, result, "result");
-        }).finally(() => {
+        })).finally(() => {
           clearTimeout(timer);
           running.delete(id);
         });
@@ -247,4 +272,8 @@ export async function serveEngine(
   for (const controller of running.values()) controller.abort(new Error("stdin closed"));
   await writer.close();
   if (!options.input) Deno.exit(0);
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === "function";
 }
