@@ -80,6 +80,7 @@ export class EngineHost implements AsyncDisposable {
   readonly #process: EngineProcess;
   readonly #client: RpcClient;
   readonly #options: Required<Omit<HostOptions, "onDiagnostic">>;
+  readonly #coversOptions: { idleMs: number };
   #description: Description | undefined;
   #shutdown: Promise<Deno.CommandStatus> | undefined;
 
@@ -94,6 +95,7 @@ export class EngineHost implements AsyncDisposable {
       runIdleMs: options.runIdleMs ?? 60_000,
       maxInFlight: options.maxInFlight ?? 64,
     };
+    this.#coversOptions = { idleMs: this.#options.coversTimeoutMs };
     this.#client = new RpcClient(entry.name, {
       graceMs: this.#options.graceMs,
       send: (line) => this.#process.post(line),
@@ -178,11 +180,15 @@ export class EngineHost implements AsyncDisposable {
   }
 
   /** Asks whether the engine takes a question about a model. */
-  async covers(question: Question, model: Model): Promise<CoversResult> {
-    const params = { question: this.#valid(question), model: this.#model(model) };
-    return await this.#client.request("covers", params, {
-      idleMs: this.#options.coversTimeoutMs,
-    }) as CoversResult;
+  covers(question: Question, model: Model): Promise<CoversResult> {
+    let params;
+    try {
+      params = { question: this.#valid(question), model: this.#model(model) };
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    // The client's promise itself: an async wrapper would cost a promise and two turns per call.
+    return this.#client.request("covers", params, this.#coversOptions) as Promise<CoversResult>;
   }
 
   /**
