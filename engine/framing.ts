@@ -172,13 +172,23 @@ const encoder = new TextEncoder();
 export const FLUSH_LINES = 16;
 
 /**
+ * A blocking output, such as `Deno.stdout`: a write returns once the bytes are in the pipe, so a
+ * full pipe holds the writer back without a queue in memory.
+ */
+export interface SyncOutput {
+  /** Writes some of `bytes`, blocking while the pipe is full; returns how many. */
+  writeSync(bytes: Uint8Array): number;
+}
+
+/**
  * Writes lines to a byte stream. Lines queued in one tick go out in one write (sooner once
  * {@linkcode FLUSH_LINES} are waiting), one write at a time; while a write is pending, new lines
  * wait for it, and a full stream is awaited (`ready`) before the next write, which is where
  * backpressure from a slow reader holds the queue back.
  */
 export class LineWriter {
-  #writer: WritableStreamDefaultWriter<Uint8Array>;
+  #writer: WritableStreamDefaultWriter<Uint8Array> | null = null;
+  #sync: SyncOutput | null = null;
   #queue: string[] = [];
   /** Settles when the lines now in the queue have been written; made only when someone waits. */
   #queued: PromiseWithResolvers<void> | null = null;
@@ -189,14 +199,17 @@ export class LineWriter {
   #failure: Error | null = null;
 
   /**
-   * Makes a writer over `stream`; it holds the stream's lock until {@linkcode close}. `onFailure`
-   * hears of each batch a failed write lost, with its number of lines.
+   * Makes a writer over `output`; it holds a stream's lock until {@linkcode close}. A
+   * {@linkcode SyncOutput} (the engine's own stdout) is written in place, which spares the thread
+   * hop of an asynchronous stdout write per batch. `onFailure` hears of each batch a failed write
+   * lost, with its number of lines.
    */
   constructor(
-    stream: WritableStream<Uint8Array>,
+    output: WritableStream<Uint8Array> | SyncOutput,
     readonly onFailure?: (error: Error, lines: number) => void,
   ) {
-    this.#writer = stream.getWriter();
+    if (output instanceof WritableStream) this.#writer = output.getWriter();
+    else this.#sync = output;
   }
 
   /** Whether the stream has been closed or has failed. */
@@ -251,9 +264,15 @@ export class LineWriter {
       this.#queue = [];
       this.#queued = null;
       try {
-        // Waiting on `ready` only when the stream is full saves an event-loop turn per batch.
-        if ((this.#writer.desiredSize ?? 1) <= 0) await this.#writer.ready;
-        await this.#writer.write(encoder.encode(lines.join("\n") + "\n"));
+        const bytes = encoder.encode(lines.join("\n") + "\n");
+        if (this.#sync) {
+          for (let at = 0; at < bytes.length;) at += this.#sync.writeSync(bytes.subarray(at));
+        } else {
+          const writer = this.#writer!;
+          // Waiting on `ready` only when the stream is full saves an event-loop turn per batch.
+          if ((writer.desiredSize ?? 1) <= 0) await writer.ready;
+          await writer.write(bytes);
+        }
         waiting?.resolve();
       } catch (error) {
         this.#failure = error instanceof Error ? error : new Error(String(error));
@@ -277,7 +296,7 @@ export class LineWriter {
     if (!this.#writing && this.#queue.length > 0) this.#start();
     await this.#drained;
     try {
-      await this.#writer.close();
+      await this.#writer?.close();
     } catch {
       // Already broken: the engine closed its end first.
     }

@@ -139,7 +139,7 @@ export async function serveEngine(
 ): Promise<void> {
   const log = options.log ?? ((message: string) => console.error(`engine: ${message}`));
   const writer = new LineWriter(
-    options.output ?? Deno.stdout.writable,
+    options.output ?? Deno.stdout,
     (_error, lines) => log(`stdout is closed; ${lines} message(s) dropped`),
   );
   const running = new Map<number, AbortController>();

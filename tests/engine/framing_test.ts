@@ -168,3 +168,29 @@ Deno.test("close writes what is queued first", async () => {
   assert.deepEqual(sink.writes, ["a\nb\n"]);
   assert.equal(writer.queue("c"), false);
 });
+
+Deno.test("a blocking output is written in place, to the last byte of a partial write", async () => {
+  const written: string[] = [];
+  let broken = false;
+  const output = {
+    // Takes at most 3 bytes per call, like a pipe with little room.
+    writeSync(bytes: Uint8Array) {
+      if (broken) throw new Error("broken pipe");
+      written.push(new TextDecoder().decode(bytes.subarray(0, 3)));
+      return Math.min(3, bytes.length);
+    },
+  };
+  const lost: number[] = [];
+  const writer = new LineWriter(output, (_error, lines) => lost.push(lines));
+  const lines = Array.from({ length: FLUSH_LINES }, (_, i) => `line ${i}`);
+  for (const line of lines) writer.queue(line);
+  // The burst was written before the tick ended.
+  assert.equal(written.join(""), lines.map((line) => `${line}\n`).join(""));
+  await writer.write("more");
+  assert.ok(written.join("").endsWith("line 15\nmore\n"));
+  broken = true;
+  await assert.rejects(writer.write("lost"), /broken pipe/);
+  assert.deepEqual(lost, [1]);
+  assert.equal(writer.queue("after"), false);
+  await writer.close();
+});
