@@ -2,9 +2,10 @@
  * Round trips per second of small `covers` requests through the engine host (full validation on
  * both sides: the host checks what it sends and every response, serveEngine checks every request
  * and result), one in flight and 64 in flight, against vscode-jsonrpc over stdio under Node in the
- * same run. Prints the median of the rounds and the ratios.
+ * same run. Prints the median of the rounds and the ratios. Both sides warm up with the same number
+ * of requests first, so the rounds measure code the JIT has optimized, not the first calls.
  *
- * `deno run -A scripts/bench/engine.ts [--requests 20000] [--rounds 3]`
+ * `deno run -A scripts/bench/engine.ts [--requests 50000] [--warmup 5000] [--rounds 3]`
  */
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
@@ -14,7 +15,6 @@ const here = fileURLToPath(new URL("./engine/", import.meta.url));
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const nodeDir = `${root}.tmp/bench-node`;
 const VSCODE_JSONRPC = "vscode-jsonrpc@10.0.0";
-const WARMUP = 500;
 
 const question: Question = {
   kind: "holds",
@@ -32,7 +32,7 @@ const model: Model = {
   },
 };
 
-async function sandbar(total: number, inflight: number): Promise<number> {
+async function sandbar(total: number, inflight: number, warmup: number): Promise<number> {
   await using host = await EngineHost.start({
     name: "bench",
     command: [Deno.execPath(), "run", "--quiet", "-A", "covers_engine.ts"],
@@ -54,7 +54,7 @@ async function sandbar(total: number, inflight: number): Promise<number> {
     };
     await Promise.all(Array.from({ length: inflight }, lane));
   };
-  await window(WARMUP);
+  await window(warmup);
   const started = performance.now();
   await window(total);
   return total / ((performance.now() - started) / 1000);
@@ -66,10 +66,10 @@ async function run(command: string, args: string[], env: Record<string, string> 
   return new TextDecoder().decode(output.stdout);
 }
 
-async function baseline(total: number, inflight: number): Promise<number> {
+async function baseline(total: number, inflight: number, warmup: number): Promise<number> {
   const out = await run(
     "node",
-    [`${here}vscode_jsonrpc.mjs`, "client", `${total}`, `${inflight}`],
+    [`${here}vscode_jsonrpc.mjs`, "client", `${total}`, `${inflight}`, `${warmup}`],
     {
       BENCH_NODE_MODULES: `${nodeDir}/node_modules`,
       BENCH_PARAMS: JSON.stringify({ question, model }),
@@ -84,9 +84,14 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 export async function main(argv: string[] = Deno.args): Promise<Record<string, number>> {
   const { values } = parseArgs({
     args: argv,
-    options: { requests: { type: "string" }, rounds: { type: "string" } },
+    options: {
+      requests: { type: "string" },
+      warmup: { type: "string" },
+      rounds: { type: "string" },
+    },
   });
-  const total = Number(values.requests ?? 20_000);
+  const total = Number(values.requests ?? 50_000);
+  const warmup = Number(values.warmup ?? 5_000);
   const rounds = Number(values.rounds ?? 3);
   await run("npm", [
     "install",
@@ -102,13 +107,15 @@ export async function main(argv: string[] = Deno.args): Promise<Record<string, n
   // Interleaved rounds, so drift on a noisy machine hits both sides alike.
   for (let round = 1; round <= rounds; round++) {
     for (const inflight of [1, 64]) {
-      add(`sandbar@${inflight}`, await sandbar(total, inflight));
-      add(`vscode-jsonrpc@${inflight}`, await baseline(total, inflight));
+      add(`sandbar@${inflight}`, await sandbar(total, inflight, warmup));
+      add(`vscode-jsonrpc@${inflight}`, await baseline(total, inflight, warmup));
     }
     console.error(`round ${round}/${rounds} done`);
   }
   const medians = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, median(v)]));
-  console.log(`engine covers round trips/s, ${total} requests, median of ${rounds} rounds`);
+  console.log(
+    `engine covers round trips/s, ${total} requests after ${warmup}, median of ${rounds} rounds`,
+  );
   for (const [key, runs] of Object.entries(samples)) {
     const all = runs.map((r) => Math.round(r)).join(" · ");
     console.log(`  ${key.padEnd(20)} ${String(Math.round(medians[key])).padStart(8)}   (${all})`);

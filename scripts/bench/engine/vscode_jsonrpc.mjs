@@ -1,11 +1,11 @@
 // The baseline: the same covers round trip with vscode-jsonrpc over stdio under Node.
-// `node vscode_jsonrpc.mjs client N INFLIGHT` spawns itself as the server and prints req/s.
+// `node vscode_jsonrpc.mjs client N INFLIGHT WARMUP` spawns itself as the server and prints req/s.
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
 const require = createRequire(process.env.BENCH_NODE_MODULES + "/");
 const rpc = require("vscode-jsonrpc/node");
 
-const [role, total, inflight] = process.argv.slice(2);
+const [role, total, inflight, warmup = "500"] = process.argv.slice(2);
 if (role === "server") {
   const connection = rpc.createMessageConnection(
     new rpc.StreamMessageReader(process.stdin),
@@ -35,7 +35,7 @@ if (role === "server") {
     };
     await Promise.all(Array.from({ length: width }, lane));
   };
-  await window(500, Number(inflight));
+  await window(Number(warmup), Number(inflight));
   const started = performance.now();
   await window(Number(total), Number(inflight));
   const seconds = (performance.now() - started) / 1000;
