@@ -161,6 +161,37 @@ export async function readLines(
   }
 }
 
+/**
+ * Reads this process's stdin to its end through a splitter. A pipe is read through `node:net`,
+ * which polls it on the event loop's own thread; `Deno.stdin` reads on a blocking-pool thread, one
+ * more thread and wake-up per read, which on two cores competes with the peer. Anything that is
+ * not a pipe or socket (a file, `/dev/null`) is read through `Deno.stdin`.
+ */
+export async function readStdinLines(splitter: LineSplitter): Promise<void> {
+  const { Socket } = await import("node:net");
+  let socket: InstanceType<typeof Socket>;
+  try {
+    socket = new Socket({ fd: 0, readable: true, writable: false });
+  } catch {
+    return await readLines(Deno.stdin.readable, splitter);
+  }
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      socket.removeAllListeners("data");
+      splitter.end();
+      resolve();
+    };
+    socket.on("data", (chunk: Uint8Array) => {
+      // A plain view: `slice` on a Buffer would not copy what the splitter keeps.
+      splitter.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    });
+    socket.once("end", done);
+    // A read error means the peer is gone, as the end does.
+    socket.once("error", done);
+  });
+  socket.destroy();
+}
+
 const encoder = new TextEncoder();
 
 /**

@@ -17,7 +17,7 @@
  *
  * @module
  */
-import { LineSplitter, LineWriter, readLines } from "./framing.ts";
+import { LineSplitter, LineWriter, readLines, readStdinLines } from "./framing.ts";
 import {
   check,
   CoversResultSchema,
@@ -261,14 +261,13 @@ export async function serveEngine(
     }
   };
 
-  await readLines(
-    options.input ?? Deno.stdin.readable,
-    new LineSplitter(options.maxLineBytes ?? 64 * 1024 * 1024, {
-      line: onLine,
-      overlong: (_head, bytes) => log(`skipped a line of ${bytes} bytes, over the limit`),
-      partial: (_head, bytes) => log(`stdin ended inside a line of ${bytes} bytes`),
-    }),
-  );
+  const splitter = new LineSplitter(options.maxLineBytes ?? 64 * 1024 * 1024, {
+    line: onLine,
+    overlong: (_head, bytes) => log(`skipped a line of ${bytes} bytes, over the limit`),
+    partial: (_head, bytes) => log(`stdin ended inside a line of ${bytes} bytes`),
+  });
+  if (options.input) await readLines(options.input, splitter);
+  else await readStdinLines(splitter);
   for (const controller of running.values()) controller.abort(new Error("stdin closed"));
   await writer.close();
   if (!options.input) Deno.exit(0);

@@ -72,3 +72,33 @@ Deno.test("a serveEngine engine exits by itself when stdin closes", async () => 
   assert.equal(status.signal, null);
   assert.equal(alive(host.pid), false);
 });
+
+Deno.test("a serveEngine engine reads a file on stdin too, answers each line and exits", async () => {
+  // A file is not a pipe, so it takes the Deno.stdin path rather than node:net.
+  const input = await Deno.makeTempFile({ suffix: ".jsonl" });
+  try {
+    await Deno.writeTextFile(
+      input,
+      [
+        { jsonrpc: "2.0", id: 1, method: "describe", params: { protocols: [1] } },
+        { jsonrpc: "2.0", id: 2, method: "run", params: {} },
+      ].map((message) => JSON.stringify(message) + "\n").join(""),
+    );
+    // The shell's redirection gives the engine the file itself as stdin, not a pipe.
+    const output = await new Deno.Command("sh", {
+      args: ["-c", '"$0" run --quiet -A served.ts < "$1"', Deno.execPath(), input],
+      cwd: served.cwd,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(output.code, 0);
+    const lines = new TextDecoder().decode(output.stdout).trim().split("\n").map((l) =>
+      JSON.parse(l)
+    );
+    const byId = new Map(lines.map((l) => [l.id, l]));
+    assert.equal(byId.get(1)?.result?.name, "served");
+    assert.equal(byId.get(2)?.error?.code, "unsupported");
+  } finally {
+    await Deno.remove(input);
+  }
+});
