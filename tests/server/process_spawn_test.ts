@@ -6,9 +6,7 @@
 // waits for room, children start clean. Waits poll with a generous bound; nothing depends on
 // tight timings.
 import assert from "node:assert/strict";
-import { NativeChild } from "../../server/process/native_child.ts";
 import { nativeSpawnSupported } from "../../server/process/native_spawn.ts";
-import { pollLoop } from "../../server/process/poll_loop.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 
 function post(server: TestServer, path: string, body: unknown): Promise<Response> {
@@ -365,29 +363,14 @@ Deno.test({
   name: "native children in this process: no descriptor and no poll outlive them",
   ignore: !nativeSpawnSupported(),
   fn: async () => {
-    const before = summary(descriptors(Deno.pid));
-    const env = { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin" };
-    for (let i = 0; i < 50; i++) {
-      const chunks: string[] = [];
-      const child = new NativeChild(
-        { argv: ["sh", "-c", "cat; echo $0 >&2; exit 5", "sh"], cwd: "/", env, stdin: true },
-        (type, bytes) => chunks.push(`${type}:${new TextDecoder().decode(bytes)}`),
-      );
-      await child.write(new TextEncoder().encode("hello"));
-      await child.closeStdin();
-      assert.deepEqual(await child.status, { code: 5, signal: null });
-      await child.drained;
-      assert.deepEqual(chunks.sort(), ["stderr:sh\n", "stdout:hello"]);
-    }
-    assert.throws(
-      () =>
-        new NativeChild(
-          { argv: ["no-such-program-sandbar"], cwd: "/", env, stdin: true },
-          () => {},
-        ),
-      Deno.errors.NotFound,
-    );
-    assert.equal(pollLoop.running, false);
-    assert.equal(summary(descriptors(Deno.pid)), before);
+    const script = new URL("./fixtures/native_children.ts", import.meta.url);
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", script.pathname],
+      stdin: "null",
+    }).output();
+    assert.ok(out.success, new TextDecoder().decode(out.stderr));
+    const { before, after, pollRunning } = JSON.parse(new TextDecoder().decode(out.stdout));
+    assert.equal(pollRunning, false);
+    assert.equal(after, before);
   },
 });
