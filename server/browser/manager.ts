@@ -123,11 +123,14 @@ export class BrowserManager implements Service {
   /** Chromium went away: drop its sessions so the next request starts a new one. */
   async #forget(launched: LaunchedChromium): Promise<void> {
     const mine = await this.#chromium?.catch(() => null);
-    if (mine !== launched) return;
-    this.#chromium = null;
-    const sessions = [...this.#sessions.values()];
-    this.#sessions = new Map();
-    await Promise.allSettled(sessions.map(async (s) => (await s).abandon()));
+    if (mine === launched) {
+      this.#chromium = null;
+      const sessions = [...this.#sessions.values()];
+      this.#sessions = new Map();
+      await Promise.allSettled(sessions.map(async (s) => (await s).abandon()));
+    }
+    // Always: a request that found this Chromium dead may have launched the next one before
+    // this ran, and the dead one's helpers and directory are still to be cleaned up.
     await stop(launched);
   }
 
