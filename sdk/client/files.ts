@@ -20,6 +20,7 @@ import type {
 } from "../models/files.ts";
 import { type CallOptions, callRequest, type ServerTransport } from "./transport.ts";
 import { camelize, toDate } from "./wire.ts";
+import type { FileInfo as ServerFileInfo } from "../../server/files/info.ts";
 
 /** What `files.upload` accepts as content. */
 export type UploadData = string | Uint8Array | Blob | ReadableStream<Uint8Array>;
@@ -86,16 +87,8 @@ export interface WatchForOptions extends WatchOptions {
   timeout?: number;
 }
 
-interface FileInfoWire {
-  name: string;
-  path: string;
-  type: "file" | "directory";
-  size: number;
-  mode: number;
-  modified: string | null;
-  symlink?: boolean;
-  symlink_target?: string | null;
-}
+/** The server's FileInfo, as sent (snake_case); the client hands out the camelCase one. */
+type FileInfoWire = ServerFileInfo;
 
 function toFileInfo(raw: FileInfoWire): FileInfo {
   return {

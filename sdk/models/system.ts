@@ -73,21 +73,8 @@ export interface SystemMetrics {
   uptimeSeconds: number;
 }
 
-/** A listening TCP port (`system.ports()`). */
-export interface ListeningPort {
-  /** Port number. */
-  port: number;
-  /** Bound address. */
-  address: string;
-  /** `ipv4` or `ipv6`. */
-  family: "ipv4" | "ipv6";
-  /** Owner's uid. */
-  uid: number;
-  /** Owning process, when visible. */
-  pid: number | null;
-  /** Its command name, when visible. */
-  command: string | null;
-}
+/** A listening TCP port (`system.ports()`), as the server describes it. */
+export type { ListeningPort } from "../../server/handlers/system/ports.ts";
 
 /** One installed package. */
 export interface InstalledPackage {
