@@ -162,5 +162,23 @@ async function stop(launched: LaunchedChromium): Promise<void> {
       else proc.once("exit", () => resolve());
     });
   }
-  await Deno.remove(launched.dir, { recursive: true }).catch(() => {});
+  await removeDirectory(launched.dir);
+}
+
+/**
+ * Remove a Chromium directory. When Chromium died rather than closed, its helpers (zygote,
+ * renderers) may still be writing there for a moment, and a recursive remove that races them
+ * fails with ENOTEMPTY; so try again until it is gone, for up to ten seconds.
+ */
+async function removeDirectory(dir: string): Promise<void> {
+  for (let attempt = 0; attempt < 40; attempt++) {
+    try {
+      await Deno.remove(dir, { recursive: true });
+      return;
+    } catch (e) {
+      if (e instanceof Deno.errors.NotFound) return;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  console.error(`sandbar: could not remove ${dir}`);
 }
