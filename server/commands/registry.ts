@@ -107,6 +107,7 @@ function typeOf(value: unknown): CommandArgType | "null" {
  */
 export class CommandRegistry {
   readonly #entries = new Map<string, Entry>();
+  #listing: string | undefined;
 
   /** Register a command; a name may be registered once. */
   register(name: string, definition: CommandDefinition, fn: CommandFunction): this {
@@ -120,6 +121,7 @@ export class CommandRegistry {
       guarded: definition.guarded ?? false,
       fn,
     });
+    this.#listing = undefined;
     return this;
   }
 
@@ -128,6 +130,14 @@ export class CommandRegistry {
     return [...this.#entries.values()]
       .map(({ name, description, args }) => ({ name, description, args }))
       .sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /**
+   * `GET /commands`'s body, serialized once per change of the registry (commands are registered
+   * at start; the listing is asked for on every call).
+   */
+  listingJson(): string {
+    return this.#listing ??= JSON.stringify({ commands: this.list() });
   }
 
   /** Names of every command. */

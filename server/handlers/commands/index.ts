@@ -11,7 +11,8 @@ import type { HandlerMap } from "../types.ts";
 
 /** The commands group's handlers. */
 export const commandsHandlers: HandlerMap = {
-  commands_list: (c) => c.json({ commands: c.get("state").commands.list() }),
+  commands_list: (c) =>
+    c.body(c.get("state").commands.listingJson(), 200, { "content-type": "application/json" }),
   commands_run: async (c) => {
     const state = c.get("state");
     const name = c.req.param("name") ?? "";
