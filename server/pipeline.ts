@@ -12,7 +12,7 @@
 import type { Context } from "hono";
 import { ApiError, renderError } from "./errors.ts";
 import type { EndpointHandler } from "./handlers/types.ts";
-import type { EndpointState } from "./policy/compile.ts";
+import type { EndpointState, Identity } from "./policy/compile.ts";
 import type { ServerEnv, ServerState } from "./state.ts";
 import { type AdmissionLimits, admit, releaseWhenDone } from "./middleware/admit/index.ts";
 import { ConcurrencyLimiter, RateLimiter } from "./middleware/admit/limits.ts";
@@ -52,35 +52,61 @@ export function createPipeline(state: ServerState, sink: AuditSink) {
     concurrency: new ConcurrencyLimiter(),
   };
   const setting = state.policy.audit;
-  return (endpoint: EndpointState, handler: EndpointHandler) =>
-  async (c: Context<ServerEnv>): Promise<Response> => {
-    c.set("state", state);
-    c.set("endpoint", endpoint);
-    let release: (() => void) | undefined;
-    let response: Response;
-    let error: unknown;
-    try {
-      authenticate(c);
-      release = admit(c, limits);
-      rejectDuplicateParameters(c);
-      const exceeded = limitBody(c);
-      try {
-        response = await handler(c);
-      } catch (e) {
-        // A handler that failed while reading an over-limit body failed because of the limit.
-        throw exceeded?.() ?? e;
-      }
-      const over = exceeded?.();
-      if (over) {
-        await response.body?.cancel();
-        throw over;
-      }
-    } catch (e) {
-      error = e;
-      response = renderError(asApiError(e), c.req.path, endpoint.spec.id);
+  const { identities, bodyBytes } = state.policy;
+  /** The step after the handler: the body limit's last word, release, audit. */
+  const finish = (
+    c: Context<ServerEnv>,
+    endpoint: EndpointState,
+    identity: Identity | undefined,
+    response: Response | undefined,
+    error: unknown,
+    release: (() => void) | undefined,
+    exceeded: (() => ApiError | undefined) | undefined,
+  ): Response => {
+    // A handler that failed, or answered, after an over-limit body was cut off is answered
+    // with the limit; nothing of its answer is sent.
+    const over = exceeded?.();
+    if (over) {
+      response?.body?.cancel().catch(() => {});
+      response = undefined;
+      error = over;
+    }
+    if (response === undefined) {
+      response = renderError(asApiError(error), c.req.path, endpoint.spec.id);
     }
     if (release) response = releaseWhenDone(response, release);
-    recordAudit(c, setting, sink, response.status, error);
+    recordAudit(endpoint, identity, setting, sink, response.status, error);
     return response;
+  };
+  // Not an async function: a handler that answers synchronously (listings, health, status)
+  // gets its response back to Deno.serve without a promise, which was a measurable share of
+  // the cheapest routes' cost. The steps take what they need as arguments rather than reading
+  // the context's variables, which cost a map lookup each.
+  return (endpoint: EndpointState, handler: EndpointHandler) =>
+  (c: Context<ServerEnv>): Response | Promise<Response> => {
+    c.set("state", state);
+    c.set("endpoint", endpoint);
+    const req = c.req.raw;
+    let identity: Identity | undefined;
+    let release: (() => void) | undefined;
+    let exceeded: (() => ApiError | undefined) | undefined;
+    let result: Response | Promise<Response>;
+    try {
+      identity = authenticate(req, endpoint, identities);
+      if (identity) c.set("identity", identity);
+      release = admit(endpoint, identity, limits);
+      rejectDuplicateParameters(req.url);
+      exceeded = limitBody(c, endpoint, bodyBytes);
+      result = handler(c);
+    } catch (e) {
+      return finish(c, endpoint, identity, undefined, e, release, exceeded);
+    }
+    if (!(result instanceof Promise)) {
+      return finish(c, endpoint, identity, result, undefined, release, exceeded);
+    }
+    return result.then(
+      (response) => finish(c, endpoint, identity, response, undefined, release, exceeded),
+      (e) => finish(c, endpoint, identity, undefined, e, release, exceeded),
+    );
   };
 }

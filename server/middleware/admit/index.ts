@@ -6,10 +6,9 @@
  * @module
  */
 
-import type { Context } from "hono";
 import { ApiError } from "../../errors.ts";
+import type { EndpointState, Identity } from "../../policy/compile.ts";
 import { missingScope } from "../../policy/scopes.ts";
-import type { ServerEnv } from "../../state.ts";
 import type { ConcurrencyLimiter, RateLimiter } from "./limits.ts";
 
 /**
@@ -54,19 +53,22 @@ export interface AdmissionLimits {
  * @example
  * ```ts ignore
  * const limits = { rate: new RateLimiter(), concurrency: new ConcurrencyLimiter() };
- * const release = admit(c, limits);
+ * const release = admit(endpoint, identity, limits);
  * ```
  */
-export function admit(c: Context<ServerEnv>, limits: AdmissionLimits): (() => void) | undefined {
-  const endpoint = c.get("endpoint");
+export function admit(
+  endpoint: EndpointState,
+  identity: Identity | undefined,
+  limits: AdmissionLimits,
+): (() => void) | undefined {
   const id = endpoint.spec.id;
   if (!endpoint.enabled) {
     throw new ApiError("endpoint_disabled", `Endpoint ${id} is disabled`, {
       rule: endpoint.rule ?? undefined,
     });
   }
-  if (endpoint.spec.public) return undefined;
-  const identity = c.get("identity");
+  // Only a public endpoint (`health`) comes here without an identity.
+  if (endpoint.spec.public || identity === undefined) return undefined;
   const lacking = missingScope(identity.scopes, endpoint.scopes);
   if (lacking) {
     throw new ApiError("missing_scope", `Identity ${identity.id} lacks scope ${lacking}`, {

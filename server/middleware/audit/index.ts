@@ -7,9 +7,8 @@
  * @module
  */
 
-import type { Context } from "hono";
 import { ApiError } from "../../errors.ts";
-import type { ServerEnv } from "../../state.ts";
+import type { EndpointState, Identity } from "../../policy/compile.ts";
 
 /** One audit line. */
 export interface AuditEntry {
@@ -53,11 +52,12 @@ export function jsonLinesSink(file: { writeSync(p: Uint8Array): number }): Audit
  *
  * @example
  * ```ts ignore
- * recordAudit(c, "deny", sink, 403, error);
+ * recordAudit(endpoint, identity, "deny", sink, 403, error);
  * ```
  */
 export function recordAudit(
-  c: Context<ServerEnv>,
+  endpoint: EndpointState,
+  identity: Identity | undefined,
   setting: "off" | "deny" | "all",
   sink: AuditSink,
   status: number,
@@ -68,8 +68,8 @@ export function recordAudit(
   if (setting === "deny" && decision === "allow") return;
   sink({
     time: new Date().toISOString(),
-    endpoint: c.get("endpoint").spec.id,
-    identity: c.get("identity")?.id ?? null,
+    endpoint: endpoint.spec.id,
+    identity: identity?.id ?? null,
     decision,
     status,
     code: error instanceof ApiError ? error.code : error ? "internal" : null,

@@ -8,19 +8,20 @@
  * @module
  */
 
-import type { Context } from "hono";
 import { ApiError } from "../../errors.ts";
-import { type Identity, tokensEqual } from "../../policy/compile.ts";
-import type { ServerEnv } from "../../state.ts";
+import { type EndpointState, type Identity, tokensEqual } from "../../policy/compile.ts";
 
-function presented(headers: Headers): string[] {
-  const auth = headers.get("authorization");
-  const access = headers.get("x-access-token");
-  // The common case, one Bearer token, without a regular expression.
-  if (access === null && auth !== null && auth.startsWith("Bearer ") && !auth.includes(",")) {
-    const token = auth.slice(7).trim();
-    if (token && !token.includes(" ")) return [token];
+/** Where the token of the common case, one `Authorization: Bearer <token>`, starts, or -1. */
+function singleBearerAt(auth: string | null, access: string | null): number {
+  if (access !== null || auth === null || auth.length <= 7 || !auth.startsWith("Bearer ")) {
+    return -1;
   }
+  // A comma means repeated headers; a space, anything but a bare token.
+  if (auth.indexOf(",", 7) !== -1 || auth.indexOf(" ", 7) !== -1) return -1;
+  return 7;
+}
+
+function presented(auth: string | null, access: string | null): string[] {
   const values = new Set<string>();
   if (auth !== null) {
     // Repeated headers arrive joined by ", ".
@@ -75,31 +76,48 @@ function presentedWithoutHeaders(req: Request): string[] {
  * const who = identify(policy.identities, "secret-token-value");
  * ```
  */
-export function identify(identities: readonly Identity[], token: string): Identity | undefined {
+export function identify(
+  identities: readonly Identity[],
+  token: string,
+  from = 0,
+): Identity | undefined {
   let found: Identity | undefined;
   for (const identity of identities) {
     // Every identity is compared; no early exit.
-    if (tokensEqual(token, identity.token) && !found) found = identity;
+    if (tokensEqual(token, identity.token, from) && !found) found = identity;
   }
   return found;
 }
 
 /**
- * The authentication step; `health` skips it. Sets `identity` on the context.
+ * The authentication step: the identity holding the request's token, or undefined for a public
+ * endpoint (`health`), which skips it.
  *
  * @example
  * ```ts ignore
- * authenticate(c);
+ * const identity = authenticate(req, endpoint, state.policy.identities);
  * ```
  */
-export function authenticate(c: Context<ServerEnv>): void {
-  if (c.get("endpoint").spec.public) return;
-  let tokens = presented(c.req.raw.headers);
+export function authenticate(
+  req: Request,
+  endpoint: EndpointState,
+  identities: readonly Identity[],
+): Identity | undefined {
+  if (endpoint.spec.public) return undefined;
+  const auth = req.headers.get("authorization");
+  const access = req.headers.get("x-access-token");
+  const pty = endpoint.spec.port === "pty";
+  // The common case, one Bearer token, without a set, a split or a regular expression.
+  const at = pty ? -1 : singleBearerAt(auth, access);
+  if (at !== -1) {
+    const identity = identify(identities, auth!, at);
+    if (!identity) throw new ApiError("unauthorized", "Invalid token");
+    return identity;
+  }
+  let tokens = presented(auth, access);
   // PTY port only (pty_connect): also a subprotocol entry or an access_token query parameter,
   // since browsers cannot set headers on a WebSocket. Port 9000 never looks at either.
-  if (c.get("endpoint").spec.port === "pty") {
-    tokens = [...new Set([...tokens, ...presentedWithoutHeaders(c.req.raw)])];
-  }
+  if (pty) tokens = [...new Set([...tokens, ...presentedWithoutHeaders(req)])];
   if (tokens.length === 0) {
     throw new ApiError("unauthorized", "Missing token: send Authorization: Bearer <token>");
   }
@@ -109,7 +127,7 @@ export function authenticate(c: Context<ServerEnv>): void {
       "Two different credential values were sent; send one token",
     );
   }
-  const identity = identify(c.get("state").policy.identities, tokens[0]);
+  const identity = identify(identities, tokens[0]);
   if (!identity) throw new ApiError("unauthorized", "Invalid token");
-  c.set("identity", identity);
+  return identity;
 }

@@ -10,6 +10,7 @@
 
 import type { Context } from "hono";
 import { ApiError } from "../../errors.ts";
+import type { EndpointState } from "../../policy/compile.ts";
 import type { ServerEnv } from "../../state.ts";
 
 function tooLarge(limit: number): ApiError {
@@ -52,17 +53,20 @@ export function limitStream(
  *
  * @example
  * ```ts ignore
- * const exceeded = limitBody(c);
+ * const exceeded = limitBody(c, endpoint, state.policy.bodyBytes);
  * ```
  */
-export function limitBody(c: Context<ServerEnv>): (() => ApiError | undefined) | undefined {
-  const endpoint = c.get("endpoint");
+export function limitBody(
+  c: Context<ServerEnv>,
+  endpoint: EndpointState,
+  defaultLimit: number,
+): (() => ApiError | undefined) | undefined {
   // No GET handler reads a body, so there is nothing to limit; asking for one costs a call
   // into the runtime on every request of the busiest routes.
   if (endpoint.spec.method === "GET") return undefined;
   const req = c.req.raw;
   if (!req.body) return undefined;
-  const limit = endpoint.limits.body_bytes ?? c.get("state").policy.bodyBytes;
+  const limit = endpoint.limits.body_bytes ?? defaultLimit;
   const declared = req.headers.get("content-length");
   if (declared !== null) {
     const n = Number(declared);

@@ -7,9 +7,7 @@
  * @module
  */
 
-import type { Context } from "hono";
 import { ApiError } from "../../errors.ts";
-import type { ServerEnv } from "../../state.ts";
 
 /**
  * The first repeated key of a query string, if any.
@@ -36,11 +34,10 @@ export function repeatedParameter(search: string): string | undefined {
  *
  * @example
  * ```ts ignore
- * rejectDuplicateParameters(c);
+ * rejectDuplicateParameters(req.url);
  * ```
  */
-export function rejectDuplicateParameters(c: Context<ServerEnv>): void {
-  const url = c.req.url;
+export function rejectDuplicateParameters(url: string): void {
   const q = url.indexOf("?");
   if (q === -1) return;
   const key = repeatedParameter(url.slice(q));
