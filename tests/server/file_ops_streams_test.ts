@@ -307,3 +307,53 @@ Deno.test("file_ops: watch streams real changes and closes its watcher when the 
     );
   });
 });
+
+/** How many of `pid`'s descriptors point at `path`. */
+async function openCount(pid: number, path: string): Promise<number> {
+  let n = 0;
+  for await (const e of Deno.readDir(`/proc/${pid}/fd`)) {
+    try {
+      if ((await Deno.readLink(`/proc/${pid}/fd/${e.name}`)) === path) n++;
+    } catch { /* closed while listing */ }
+  }
+  return n;
+}
+
+Deno.test("file_ops: downloads of many chunks arrive whole, and a client that leaves frees the file", async (t) => {
+  await using server = await startTestServer();
+  const child = await serverChildPid(server.pid);
+  // Several read chunks and an odd tail, so the read-ahead and the last short read both run.
+  const bytes = randomBytes(5 * 512 * 1024 + 12345);
+  const path = await Deno.realPath(server.root) + "/big.bin";
+  await Deno.writeFile(path, bytes);
+
+  await t.step("the whole file, byte for byte", async () => {
+    const res = await server.fetch("/files?path=big.bin");
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("content-length"), String(bytes.length));
+    assert.deepEqual(new Uint8Array(await res.arrayBuffer()), bytes);
+  });
+
+  await t.step("a range across chunk borders, byte for byte", async () => {
+    const [start, end] = [512 * 1024 - 7, 3 * 512 * 1024 + 99];
+    const res = await server.fetch("/files?path=big.bin", {
+      headers: { range: `bytes=${start}-${end}` },
+    });
+    assert.equal(res.status, 206);
+    assert.deepEqual(new Uint8Array(await res.arrayBuffer()), bytes.subarray(start, end + 1));
+  });
+
+  await t.step("the file is closed when the client stops after the first chunk", async () => {
+    // Larger than every socket buffer between the two, so the server is still sending.
+    const huge = await Deno.realPath(server.root) + "/huge.bin";
+    await Deno.writeFile(huge, new Uint8Array(96 * 1024 * 1024).fill(7));
+    const abort = new AbortController();
+    const res = await server.fetch("/files?path=huge.bin", { signal: abort.signal });
+    const reader = res.body!.getReader();
+    await reader.read();
+    assert.ok((await openCount(child, huge)) > 0, "the server holds the file while sending");
+    abort.abort();
+    await reader.read().catch(() => {});
+    await waitFor(async () => (await openCount(child, huge)) === 0, "the file to be closed");
+  });
+});

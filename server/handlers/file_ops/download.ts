@@ -10,36 +10,8 @@ import { basename } from "node:path";
 import { ApiError } from "../../errors.ts";
 import { assertSameFile, resolveGuardedPath } from "../../guards/paths/resolve.ts";
 import { parseRange } from "../../files/range.ts";
+import { fileReadStream } from "../../files/read_stream.ts";
 import type { ServerEnv } from "../../state.ts";
-
-const CHUNK = 256 * 1024;
-
-/** `count` bytes of an open file from its current position; the file is closed at the end. */
-function slice(file: Deno.FsFile, count: number): ReadableStream<Uint8Array> {
-  let left = count;
-  return new ReadableStream<Uint8Array>({
-    type: "bytes",
-    async pull(controller) {
-      const buf = new Uint8Array(Math.min(CHUNK, left));
-      const n = buf.length === 0 ? null : await file.read(buf);
-      if (n === null) {
-        file.close();
-        controller.close();
-        // A file cut short while we read: the client sees fewer bytes than announced.
-        return;
-      }
-      left -= n;
-      controller.enqueue(n === buf.length ? buf : buf.subarray(0, n));
-      if (left === 0) {
-        file.close();
-        controller.close();
-      }
-    },
-    cancel() {
-      file.close();
-    },
-  });
-}
 
 function contentDisposition(name: string): string {
   const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, "_");
@@ -92,9 +64,7 @@ export async function download(c: Context<ServerEnv>, attachment: boolean): Prom
   }
   if (range.kind === "whole") {
     headers.set("content-length", String(size));
-    // The file's own stream: Deno sends a resource-backed body from Rust, without a JavaScript
-    // copy per chunk. It closes the file at the end, or when the client goes away.
-    return new Response(size === 0 ? closeAndEmpty(file) : file.readable, {
+    return new Response(size === 0 ? closeAndEmpty(file) : fileReadStream(file, size), {
       status: 200,
       headers,
     });
@@ -108,9 +78,7 @@ export async function download(c: Context<ServerEnv>, attachment: boolean): Prom
   }
   headers.set("content-length", String(count));
   headers.set("content-range", `bytes ${range.start}-${range.end}/${size}`);
-  // A range to the end (a resumed download) can use the file's own stream too.
-  const body = range.end === size - 1 ? file.readable : slice(file, count);
-  return new Response(body, { status: 206, headers });
+  return new Response(fileReadStream(file, count), { status: 206, headers });
 }
 
 function closeAndEmpty(file: Deno.FsFile): null {
