@@ -51,20 +51,20 @@ function plain(path: string, st: EntryStat): FileInfo {
  *
  * @example
  * ```ts ignore
- * const info = await describePath(state, "/workspace/a.txt", entry.stat, entry.linkTarget);
+ * const info = describePath(state, "/workspace/a.txt", entry.stat, entry.linkTarget);
  * ```
  */
-export async function describePath(
+export function describePath(
   state: ServerState,
   shown: string,
   lstat: EntryStat,
   linkTarget: string | null,
-): Promise<FileInfo> {
+): FileInfo {
   if (lstat.kind !== "symlink") return plain(shown, lstat);
   const target = linkTarget;
   let followed: EntryStat | null = null;
   try {
-    const g = await resolveGuardedPath(state, shown, "read");
+    const g = resolveGuardedPath(state, shown, "read");
     if (g.exists && g.stat) followed = entryStatOf(g.stat);
   } catch { /* refused or dangling: described as the link alone */ }
   const info = plain(shown, followed ?? lstat);

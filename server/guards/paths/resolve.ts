@@ -68,17 +68,22 @@ function anchorOf(allow: readonly string[], path: string): string | undefined {
   return best;
 }
 
-async function realTree(tree: string): Promise<string> {
+// The walk's lookups are synchronous: each is a metadata call of a few microseconds on the
+// sandbox's local file system, while the async forms cost a hop to Deno's blocking pool and
+// back per call (~30 µs here), several per request on every path-taking endpoint, a shell's
+// cwd included (see scripts/bench/process.ts).
+
+function realTree(tree: string): string {
   try {
-    return await Deno.realPath(tree);
+    return Deno.realPathSync(tree);
   } catch {
     return tree;
   }
 }
 
-async function lstatOrNull(path: string): Promise<Deno.FileInfo | null> {
+function lstatOrNull(path: string): Deno.FileInfo | null {
   try {
-    return await Deno.lstat(path);
+    return Deno.lstatSync(path);
   } catch (e) {
     if (e instanceof Deno.errors.NotFound || e instanceof Deno.errors.NotADirectory) return null;
     throw e;
@@ -150,36 +155,34 @@ function verifyWithoutLinks(
  *
  * @example
  * ```ts ignore
- * const g = await resolveGuardedPath(state, body.path, "write");
+ * const g = resolveGuardedPath(state, body.path, "write");
  * if (g.exists && !overwrite) throw new ApiError("file_exists", "…");
  * ```
  */
-export async function resolveGuardedPath(
+export function resolveGuardedPath(
   state: ServerState,
   raw: unknown,
   op: PathOperation,
   param = "path",
   options: GuardOptions = {},
-): Promise<GuardedPath> {
+): GuardedPath {
   const settings = state.policy.paths;
   const lexical = decidePath(settings, state.root, raw, op);
   if (!lexical.allowed) throw new ApiError(lexical.code!, lexical.reason, { param });
   const requested = lexical.path!;
   const followFinal = options.followFinal ?? op !== "delete";
   const anchor = anchorOf(settings.allow, requested)!;
-  const realAnchor = await realTree(anchor);
-  const trees: Tree[] = await Promise.all(
-    settings.allow.map(async (policy) => ({
-      policy,
-      real: policy === anchor ? realAnchor : await realTree(policy),
-    })),
-  );
+  const realAnchor = realTree(anchor);
+  const trees: Tree[] = settings.allow.map((policy) => ({
+    policy,
+    real: policy === anchor ? realAnchor : realTree(policy),
+  }));
   const mode = settings.symlinks;
 
   const rest = requested.slice(anchor === "/" ? 1 : anchor.length + 1);
   const queue = rest === "" ? [] : rest.split("/");
   let cur = realAnchor;
-  let curStat = await lstatOrNull(realAnchor);
+  let curStat = lstatOrNull(realAnchor);
   let ancestor = curStat ? { path: cur, stat: curStat } : null;
   let hops = 0;
   let followedLink = false;
@@ -192,7 +195,7 @@ export async function resolveGuardedPath(
       cur = cur === "/" ? "/" : cur.slice(0, cur.lastIndexOf("/")) || "/";
       // Above the allowed trees the runtime may not even let us look; the final check refuses
       // a path that ends there.
-      curStat = insideTrees(trees, cur) ? await lstatOrNull(cur) : null;
+      curStat = insideTrees(trees, cur) ? lstatOrNull(cur) : null;
       continue;
     }
     const next = join(cur, name);
@@ -211,7 +214,7 @@ export async function resolveGuardedPath(
     }
     let st: Deno.FileInfo | null;
     try {
-      st = await lstatOrNull(next);
+      st = lstatOrNull(next);
     } catch (e) {
       // Outside the runtime's read permission: only reachable through a link.
       throw new ApiError("symlink_denied", `Path ${requested} leads through a link to ${next}`, {
@@ -233,7 +236,7 @@ export async function resolveGuardedPath(
       if (++hops > MAX_LINK_HOPS) throw denied(param, `Too many links in ${requested}`);
       let target: string;
       try {
-        target = await Deno.readLink(next);
+        target = Deno.readLinkSync(next);
       } catch (e) {
         throw new ApiError("symlink_denied", `Path ${requested} changed while it was checked`, {
           param,
@@ -280,7 +283,9 @@ export async function resolveGuardedPath(
   let stat = exists ? curStat : null;
   if (mode === "allow" && stat?.isSymlink && followFinal) {
     // Links are followed under `allow`: describe what the kernel will open.
-    stat = await Deno.stat(requested).catch(() => stat);
+    try {
+      stat = Deno.statSync(requested);
+    } catch { /* a dangling link: described as the link */ }
   }
   return {
     path: mode === "allow" ? requested : path,
@@ -300,16 +305,16 @@ export async function resolveGuardedPath(
  *
  * @example
  * ```ts ignore
- * const cwd = await guardPath(c.var.state, body.cwd, "read", "cwd");
+ * const cwd = guardPath(c.var.state, body.cwd, "read", "cwd");
  * ```
  */
-export async function guardPath(
+export function guardPath(
   state: ServerState,
   raw: unknown,
   op: PathOperation,
   param = "path",
-): Promise<string> {
-  return (await resolveGuardedPath(state, raw, op, param)).path;
+): string {
+  return resolveGuardedPath(state, raw, op, param).path;
 }
 
 /**

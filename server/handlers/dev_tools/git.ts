@@ -58,7 +58,7 @@ function failed(r: CapturedRun, what: string): ApiError {
 /** The guarded repository of the request's `path` query parameter. */
 async function openRepository(c: Context<ServerEnv>): Promise<Repository> {
   const state: ServerState = c.var.state;
-  const g = await resolveGuardedPath(state, c.req.query("path") ?? state.root, "read", "path");
+  const g = resolveGuardedPath(state, c.req.query("path") ?? state.root, "read", "path");
   if (!g.exists) throw new ApiError("not_found", `${g.path} does not exist`);
   const st = await Deno.stat(g.path);
   const path = st.isDirectory ? g.path : dirname(g.path);
@@ -76,8 +76,8 @@ async function openRepository(c: Context<ServerEnv>): Promise<Repository> {
   }
   const [top, gitDir] = where.stdout.trim().split("\n");
   // The repository must lie inside the allowed paths as a whole, not just the folder asked.
-  await guardPath(state, top, "read", "path");
-  await guardPath(state, gitDir, "read", "path");
+  guardPath(state, top, "read", "path");
+  guardPath(state, gitDir, "read", "path");
   const filters = await git({ path, env }, [
     "config",
     "-z",
@@ -148,7 +148,7 @@ export const gitDiff: EndpointHandler = async (c) => {
   const file = c.req.query("file");
   const pathspec = file === undefined
     ? []
-    : ["--", await guardPath(state, resolve(repo.path, file), "read", "file")];
+    : ["--", guardPath(state, resolve(repo.path, file), "read", "file")];
   const args = [
     ...repo.safety,
     "diff",

@@ -23,7 +23,7 @@ import { isDeniedEntry } from "./list.ts";
  */
 export async function archive(c: Context<ServerEnv>): Promise<Response> {
   const state = c.var.state;
-  const g = await resolveGuardedPath(state, c.req.query("path"), "read");
+  const g = resolveGuardedPath(state, c.req.query("path"), "read");
   if (!g.exists) {
     throw new ApiError("not_found", `${g.requested} does not exist`, { param: "path" });
   }

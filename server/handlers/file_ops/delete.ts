@@ -62,7 +62,7 @@ export async function assertUnchanged(g: GuardedPath, param: string): Promise<vo
 export async function deletePath(c: Context<ServerEnv>): Promise<Response> {
   const state = c.var.state;
   const recursive = queryBool(c, "recursive", false);
-  const g = await resolveGuardedPath(state, c.req.query("path"), "delete");
+  const g = resolveGuardedPath(state, c.req.query("path"), "delete");
   if (!g.exists) {
     throw new ApiError("not_found", `${g.requested} does not exist`, { param: "path" });
   }

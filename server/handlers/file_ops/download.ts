@@ -27,7 +27,7 @@ function contentDisposition(name: string): string {
  * ```
  */
 export async function download(c: Context<ServerEnv>, attachment: boolean): Promise<Response> {
-  const g = await resolveGuardedPath(c.var.state, c.req.query("path"), "read");
+  const g = resolveGuardedPath(c.var.state, c.req.query("path"), "read");
   if (!g.exists) {
     throw new ApiError("not_found", `${g.requested} does not exist`, { param: "path" });
   }

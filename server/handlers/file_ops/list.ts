@@ -36,7 +36,7 @@ export function isDeniedEntry(state: ServerState, shown: string, real: string): 
 export async function listDirectory(c: Context<ServerEnv>): Promise<Response> {
   const state = c.var.state;
   const depth = queryInt(c, "depth", 1, 1, MAX_LIST_DEPTH);
-  const g = await resolveGuardedPath(state, c.req.query("path"), "read");
+  const g = resolveGuardedPath(state, c.req.query("path"), "read");
   if (!g.exists) {
     throw new ApiError("not_found", `${g.requested} does not exist`, { param: "path" });
   }
@@ -51,7 +51,7 @@ export async function listDirectory(c: Context<ServerEnv>): Promise<Response> {
     include: (e) => !isDeniedEntry(state, join(g.requested, e.rel), e.path),
   });
   for await (const e of walk) {
-    entries.push(await describePath(state, join(g.requested, e.rel), e.stat, e.linkTarget));
+    entries.push(describePath(state, join(g.requested, e.rel), e.stat, e.linkTarget));
   }
   entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return c.json({ path: g.requested, entries });
@@ -69,16 +69,16 @@ export async function statPath(c: Context<ServerEnv>): Promise<Response> {
   const state = c.var.state;
   // The followed check refuses a link whose target is not allowed; the second look describes
   // the link itself, so `symlink` and `symlink_target` are reported.
-  const target = await resolveGuardedPath(state, c.req.query("path"), "read");
+  const target = resolveGuardedPath(state, c.req.query("path"), "read");
   if (!target.exists) {
     throw new ApiError("not_found", `${target.requested} does not exist`, { param: "path" });
   }
-  const g = await resolveGuardedPath(state, c.req.query("path"), "read", "path", {
+  const g = resolveGuardedPath(state, c.req.query("path"), "read", "path", {
     followFinal: false,
   });
   if (!g.exists) {
     throw new ApiError("not_found", `${g.requested} does not exist`, { param: "path" });
   }
   const link = g.stat!.isSymlink ? await Deno.readLink(g.path).catch(() => null) : null;
-  return c.json(await describePath(state, g.requested, entryStatOf(g.stat!), link));
+  return c.json(describePath(state, g.requested, entryStatOf(g.stat!), link));
 }

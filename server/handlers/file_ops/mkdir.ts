@@ -30,7 +30,7 @@ const mkdirBody = z.object({
 export async function makeDirectory(c: Context<ServerEnv>): Promise<Response> {
   const state = c.var.state;
   const body = await jsonBody(c, mkdirBody);
-  const g = await resolveGuardedPath(state, body.path, "write");
+  const g = resolveGuardedPath(state, body.path, "write");
   if (g.exists) {
     if (g.stat!.isDirectory && body.exist_ok) return c.json({ path: g.requested, created: false });
     throw new ApiError(

@@ -35,8 +35,8 @@ const moveBody = z.object({
 export async function movePath(c: Context<ServerEnv>): Promise<Response> {
   const state = c.var.state;
   const body = await jsonBody(c, moveBody);
-  const s = await resolveGuardedPath(state, body.source, "delete", "source");
-  const d = await resolveGuardedPath(state, body.destination, "write", "destination", {
+  const s = resolveGuardedPath(state, body.source, "delete", "source");
+  const d = resolveGuardedPath(state, body.destination, "write", "destination", {
     followFinal: false,
   });
   if (!s.exists) {

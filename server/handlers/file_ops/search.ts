@@ -51,7 +51,7 @@ export async function search(c: Context<ServerEnv>): Promise<Response> {
       });
     }
   }
-  const g = await resolveGuardedPath(state, body.path, "read");
+  const g = resolveGuardedPath(state, body.path, "read");
   if (!g.exists) {
     throw new ApiError("not_found", `${g.requested} does not exist`, { param: "path" });
   }

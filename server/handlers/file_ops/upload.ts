@@ -69,7 +69,7 @@ export async function saveFile(
   expectedBytes?: number,
 ): Promise<FileInfo> {
   try {
-    let g = await resolveGuardedPath(state, raw, "write");
+    let g = resolveGuardedPath(state, raw, "write");
     assertExtensionAllowed(state.policy.upload, basename(g.requested));
     if (g.path !== g.requested) assertExtensionAllowed(state.policy.upload, basename(g.path));
     if (g.stat?.isDirectory) {
@@ -84,7 +84,7 @@ export async function saveFile(
     if (g.ancestor.path !== parent) {
       await makeDirectories(g.ancestor.path, parent, state.policy.paths.symlinks !== "allow");
       // Whatever happened on disk meanwhile, the write goes where a fresh check says.
-      g = await resolveGuardedPath(state, raw, "write");
+      g = resolveGuardedPath(state, raw, "write");
       if (g.ancestor.path !== dirname(g.path)) {
         throw new ApiError("conflict", `The directory of ${g.requested} could not be made`);
       }
@@ -145,7 +145,7 @@ export async function upload(c: Context<ServerEnv>, legacy: boolean): Promise<Re
     }
     let intoDirectory = base.endsWith("/");
     if (!intoDirectory) {
-      const g = await resolveGuardedPath(state, base, "write");
+      const g = resolveGuardedPath(state, base, "write");
       intoDirectory = g.stat?.isDirectory ?? false;
     }
     let destination = base;

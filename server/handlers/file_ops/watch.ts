@@ -20,10 +20,10 @@ import { queryBool } from "./params.ts";
  * files_watch: watch,
  * ```
  */
-export async function watch(c: Context<ServerEnv>): Promise<Response> {
+export function watch(c: Context<ServerEnv>): Response {
   const state = c.var.state;
   const recursive = queryBool(c, "recursive", true);
-  const g = await resolveGuardedPath(state, c.req.query("path"), "read");
+  const g = resolveGuardedPath(state, c.req.query("path"), "read");
   if (!g.exists) {
     throw new ApiError("not_found", `${g.requested} does not exist`, { param: "path" });
   }

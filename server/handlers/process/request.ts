@@ -86,7 +86,7 @@ export async function readJson<T extends z.ZodType>(
 
 /** The guarded working directory: `raw` (default the root), an existing directory. */
 export async function guardCwd(state: ServerState, raw: unknown): Promise<string> {
-  const g = await resolveGuardedPath(state, raw ?? state.root, "read", "cwd");
+  const g = resolveGuardedPath(state, raw ?? state.root, "read", "cwd");
   if (!g.exists) {
     throw new ApiError("invalid_path", `cwd ${g.path} does not exist`, { param: "cwd" });
   }
