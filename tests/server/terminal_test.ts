@@ -243,8 +243,14 @@ Deno.test("a real bash on a real terminal: echo, resize, Ctrl-C, job control, ex
     );
     ws.type("\x1a"); // Ctrl-Z
     await ws.waitText(/Stopped\s+sleep 301/, from);
-    ws.type("jobs; kill %1; wait; echo jobs-done\r");
+    // `wait` alone raced bash's own bookkeeping: it could still see the job as stopped, and a
+    // later `exit` then refused with "There are stopped jobs". Wait until bash has let it go.
+    ws.type("jobs; kill %1; while jobs %1 >/dev/null 2>&1; do sleep 0.05; done; echo jobs-done\r");
     await ws.waitText(/jobs-done\n/, from);
+    await eventually(
+      () => !sessionMembers(term.pid).some((p) => processName(p) === "sleep"),
+      "the killed job to be gone",
+    );
   });
 
   await t.step("text-frame input, ping, and a refused control message", async () => {
