@@ -20,6 +20,7 @@
  */
 
 import { startTestServer } from "../../tests/helpers/server.ts";
+import { have } from "./load.ts";
 
 const MiB = 1024 * 1024;
 
@@ -64,15 +65,6 @@ async function curlDownload(url: string, token: string): Promise<[number, number
   if (!out.success) throw new Error(`curl failed: ${new TextDecoder().decode(out.stderr)}`);
   const [bytes, seconds] = new TextDecoder().decode(out.stdout).trim().split(" ").map(Number);
   return [bytes, seconds];
-}
-
-async function haveCurl(): Promise<boolean> {
-  try {
-    return (await new Deno.Command("curl", { args: ["--version"], stdout: "null" }).output())
-      .success;
-  } catch {
-    return false;
-  }
 }
 
 async function residentBytes(pid: number): Promise<number> {
@@ -147,7 +139,7 @@ export async function main(): Promise<void> {
       await file.sync(); // Dirty pages cannot be dropped from the cache; clean ones can.
     }
     const path = `${root}/big.bin`;
-    const curl = await haveCurl();
+    const curl = await have("curl");
     const measure = async (cold: boolean) => {
       const disk: number[] = [];
       const http: number[] = [];

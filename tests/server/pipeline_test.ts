@@ -36,6 +36,13 @@ Deno.test("authentication: health is public, tokens by Bearer or X-Access-Token"
     const res = await server.fetch("/commands", { token: server.token.slice(0, -1) + "X" });
     assert.equal(res.status, 401);
     assert.equal((await res.json()).code, "unauthorized");
+    // The Bearer value is compared in place in the header: a token that only starts or ends
+    // like the real one must not pass either.
+    for (const token of [server.token.slice(0, -1), server.token + "X", "X" + server.token]) {
+      const other = await server.fetch("/commands", { token });
+      assert.equal(other.status, 401, `token ${token}`);
+      await other.body?.cancel();
+    }
   });
   await t.step("X-Access-Token works", async () => {
     const res = await server.fetch("/commands", {
