@@ -2,7 +2,7 @@
  * The few libc calls the server makes itself, through one `Deno.dlopen` of libc: the
  * pseudo-terminals' (Deno has no pty API and `Deno.Command` cannot hand a child an arbitrary
  * descriptor, so a terminal's master side lives here as a raw descriptor), the process
- * group's (`posix_spawn` with `POSIX_SPAWN_SETSID`, pipes, `pidfd_open`, `waitpid`), which
+ * group's (`posix_spawn` with `POSIX_SPAWN_SETSID`, pipes, `waitid`, `waitpid`), which
  * `Deno.Command` has no option for, the file group's descriptor-relative `*at` calls, and
  * `prctl` for the server's own hardening.
  *
@@ -13,7 +13,7 @@
  * one keeps the event loop alive, so every loop that polls owns a wake-up pipe that ends it.
  *
  * The process group's symbols are `optional` (null where this libc lacks them, musl or a glibc
- * before 2.29 for `posix_spawn_file_actions_addchdir_np`, before 2.36 for `pidfd_open`), so a
+ * before 2.29 for `posix_spawn_file_actions_addchdir_np`), so a
  * missing one turns that path off instead of failing the terminals' `dlopen`.
  *
  * Linux x86_64 and aarch64 constants (glibc and the generic ABI agree on these two).
@@ -142,7 +142,8 @@ const SYMBOLS = {
   },
   sigemptyset: { parameters: ["buffer"], result: "i32", optional: true },
   sigfillset: { parameters: ["buffer"], result: "i32", optional: true },
-  pidfd_open: { parameters: ["i32", "u32"], result: "i32", optional: true },
+  // idtype_t, id_t, siginfo_t *, options: a look at a child's exit without reaping it.
+  waitid: { parameters: ["i32", "u32", "buffer", "i32"], result: "i32", optional: true },
   // The file group's descriptor-relative calls (server/files/): race-free where Deno's
   // path-based API is not. `fdatasync` can take seconds on a large file, so it runs on the pool.
   syscall: { parameters: ["i64", "i64", "buffer", "buffer", "usize"], result: "i64" },

@@ -1,19 +1,23 @@
 /**
- * A process started by {@linkcode spawnLeader}, driven through raw descriptors on the shared
- * {@linkcode pollLoop}: stdout and stderr pipes read as they fill, a stdin pipe written as it has
- * room, and a pidfd that becomes readable when the process exits.
+ * A process started by {@linkcode spawnLeader}, driven through raw descriptors: stdout and stderr
+ * pipes read as they fill, a stdin pipe written as it has room (both on the shared
+ * {@linkcode pollLoop}), and its exit noticed from `SIGCHLD` ({@linkcode exitWatch}).
  *
  * Every descriptor is made `O_CLOEXEC` (a concurrent spawn must not inherit another child's
  * pipe: a leaked write end would keep that child's reader from ever seeing end of file), and the
  * server's ends are `O_NONBLOCK`; the child's ends are blocking, as programs expect. Each is
  * closed exactly once: the child's ends right after the spawn, the output pipes at end of file,
- * stdin when closed, the pidfd when the leader is reaped, all of them on a failed spawn and on
- * {@linkcode NativeChild.release}.
+ * stdin when closed, all of them on a failed spawn and on {@linkcode NativeChild.release}.
  *
- * When the pidfd is readable the leader is a zombie: its group is sent `SIGKILL` first, while the
- * zombie still holds the pid (so the id cannot have been reused by an unrelated group), and only
- * then is it reaped with `waitpid(pid, WNOHANG)`. Only this pid is ever waited for, never `-1`:
- * Deno reaps its own children.
+ * The output pipes join the poll loop only {@linkcode OUTPUT_POLL_DELAY_MS} after the spawn.
+ * Most commands a caller runs are done by then, and their output is read in one go when they
+ * exit: no poll, no thread hop. A program that writes more than a pipe holds (64 KiB) before
+ * then waits at most that long once; streamed output reaches its reader at most that late.
+ *
+ * When the leader has exited it is a zombie: its group is sent `SIGKILL` first, while the zombie
+ * still holds the pid (so the id cannot have been reused by an unrelated group), and only then is
+ * it reaped with `waitpid(pid, WNOHANG)`. Only this pid is ever waited for, never `-1`: Deno
+ * reaps its own children.
  *
  * @module
  */
@@ -34,6 +38,7 @@ import {
 } from "../libc/index.ts";
 import type { ChildSpec, ChildStatus, ChunkListener, SpawnedChild } from "./child.ts";
 import { decodeWaitStatus, killGroup } from "./child.ts";
+import { exitWatch } from "./exit_watch.ts";
 import { spawnLeader } from "./native_spawn.ts";
 import type { StreamName } from "./output.ts";
 import { pollLoop } from "./poll_loop.ts";
@@ -47,6 +52,11 @@ const GROWN_PIPE_BYTES = 256 * 1024;
 const F_SETPIPE_SZ = 1031;
 /** Bytes read from one pipe per wake-up, so a fast writer cannot hold the JavaScript thread. */
 const BYTES_PER_WAKE = 1024 * 1024;
+/**
+ * Milliseconds from the spawn until the output pipes are polled. Long enough for a short
+ * command to have exited (about 0.5 ms for `true`), short enough that nobody sees it.
+ */
+export const OUTPUT_POLL_DELAY_MS = 2;
 
 /** Shared by every read: reads are synchronous, and each chunk is copied out. */
 const scratch = new Uint8Array(READ_BYTES);
@@ -60,17 +70,6 @@ function pipe(): Int32Array<ArrayBuffer> {
 
 function setNonblocking(fd: number): void {
   if (libc().fcntl(fd, F_SETFL, O_NONBLOCK) !== 0) throw new LibcError("fcntl");
-}
-
-const lookBuffer = new Uint8Array(8);
-const lookView = new DataView(lookBuffer.buffer);
-
-/** Whether `fd` has something to read (or has reached end of file) right now. */
-function readableNow(fd: number): boolean {
-  lookView.setInt32(0, fd, true);
-  lookView.setInt16(4, POLLIN, true);
-  lookView.setInt16(6, 0, true);
-  return libc().pollNow(lookBuffer, 1n, 0) === 1;
 }
 
 interface PendingWrite {
@@ -95,7 +94,10 @@ export class NativeChild implements SpawnedChild {
   readonly #onChunk: ChunkListener;
   readonly #status = Promise.withResolvers<ChildStatus>();
   readonly #drained = Promise.withResolvers<void>();
-  #pidfd = -1;
+  /** Until the leader is reaped. */
+  #running = true;
+  /** Set until the output pipes join the poll loop. */
+  #pollTimer: ReturnType<typeof setTimeout> | undefined;
   /** Open output descriptors and the stream each is. */
   readonly #outputs = new Map<number, StreamName>();
   /** Output pipes grown for a fast writer. */
@@ -129,18 +131,15 @@ export class NativeChild implements SpawnedChild {
         closeFd(fd);
         opened.splice(opened.indexOf(fd), 1);
       }
-      const pidfd = libc().pidfd_open!(pid, 0);
-      if (pidfd < 0) throw new LibcError("pidfd_open");
-      opened.push(pidfd);
       for (const fd of [out[0], err[0], input?.[1] ?? -1]) if (fd >= 0) setNonblocking(fd);
       this.pid = pid;
-      this.#pidfd = pidfd;
       this.#stdin = input?.[1] ?? -1;
-      this.#watchOutput(out[0], "stdout");
-      this.#watchOutput(err[0], "stderr");
-      pollLoop.watch(pidfd, POLLIN, () => this.#leaderExited());
+      this.#outputs.set(out[0], "stdout");
+      this.#outputs.set(err[0], "stderr");
+      this.#pollTimer = setTimeout(() => this.#pollOutputs(), OUTPUT_POLL_DELAY_MS);
+      exitWatch.watch(pid, () => this.#leaderExited());
     } catch (e) {
-      for (const fd of this.#outputs.keys()) pollLoop.unwatch(fd);
+      clearTimeout(this.#pollTimer);
       for (const fd of opened) closeFd(fd);
       if (pid > 0) {
         // Started but cannot be watched (out of descriptors): end it here rather than leak it.
@@ -151,9 +150,12 @@ export class NativeChild implements SpawnedChild {
     }
   }
 
-  #watchOutput(fd: number, type: StreamName): void {
-    this.#outputs.set(fd, type);
-    pollLoop.watch(fd, POLLIN, () => this.#read(fd));
+  /** Hand the output pipes still open to the poll loop. */
+  #pollOutputs(): void {
+    if (this.#pollTimer === undefined) return;
+    clearTimeout(this.#pollTimer);
+    this.#pollTimer = undefined;
+    for (const fd of this.#outputs.keys()) pollLoop.watch(fd, POLLIN, () => this.#read(fd));
   }
 
   #read(fd: number): void {
@@ -197,25 +199,25 @@ export class NativeChild implements SpawnedChild {
     pollLoop.unwatch(fd);
     closeFd(fd);
     if (this.#outputs.size > 0) return;
+    clearTimeout(this.#pollTimer);
+    this.#pollTimer = undefined;
     this.#drained.resolve();
-    // Output usually ends because the leader exited: look now rather than after another poll.
-    if (this.#pidfd >= 0 && readableNow(this.#pidfd)) this.#leaderExited();
   }
 
   #leaderExited(): void {
-    if (this.#pidfd < 0) return;
+    if (!this.#running) return;
+    this.#running = false;
     killGroup(this.pid);
     const status = new Int32Array(1);
     const r = libc().waitpid(this.pid, status, WNOHANG);
-    // 0: not reapable yet (cannot follow a readable pidfd, but never spin on it).
-    if (r === 0) return;
-    this.#closePidfd();
     // -1 (ECHILD) would mean someone else reaped it; nothing left to learn then.
     this.#status.resolve(
       r === this.pid ? decodeWaitStatus(status[0]) : { code: 255, signal: null },
     );
-    // Its pipes usually reached end of file with it: read them now rather than after a poll.
-    for (const fd of [...this.#outputs.keys()]) if (readableNow(fd)) this.#read(fd);
+    // Its pipes usually reached end of file with it: read them now. What a grandchild still
+    // holds open (it was just sent SIGKILL) is left to the poll loop.
+    for (const fd of [...this.#outputs.keys()]) this.#read(fd);
+    if (this.#outputs.size > 0) this.#pollOutputs();
   }
 
   get stdinOpen(): boolean {
@@ -304,23 +306,17 @@ export class NativeChild implements SpawnedChild {
     return this.#stdinClosed.promise;
   }
 
-  #closePidfd(): void {
-    if (this.#pidfd < 0) return;
-    pollLoop.unwatch(this.#pidfd);
-    closeFd(this.#pidfd);
-    this.#pidfd = -1;
-  }
-
   release(): void {
     for (const fd of [...this.#outputs.keys()]) this.#endOutput(fd);
     this.#finishStdin("the server is stopping");
-    if (this.#pidfd < 0) return;
+    if (!this.#running) return;
+    this.#running = false;
+    exitWatch.unwatch(this.pid);
     // Reap it if it is a zombie by now; a leader still alive (it was sent SIGKILL) is left to
     // init, which adopts it when the server exits.
     killGroup(this.pid);
     const status = new Int32Array(1);
     const reaped = libc().waitpid(this.pid, status, WNOHANG) === this.pid;
-    this.#closePidfd();
     this.#status.resolve(reaped ? decodeWaitStatus(status[0]) : { code: 137, signal: "SIGKILL" });
   }
 }

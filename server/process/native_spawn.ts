@@ -57,7 +57,7 @@ let supported: boolean | undefined;
 
 /**
  * Whether processes can be started natively here: Linux, a libc with `posix_spawn`,
- * `POSIX_SPAWN_SETSID`, `addchdir_np` and `pidfd_open` (the kernel's too, 5.3), FFI allowed,
+ * `POSIX_SPAWN_SETSID`, `addchdir_np` and `waitid`, FFI allowed,
  * and not turned off with `SANDBAR_PROCESS_SPAWN=command`.
  *
  * @example
@@ -85,13 +85,10 @@ export function nativeSpawnSupported(): boolean {
       c.posix_spawn_file_actions_addchdir_np,
       c.sigemptyset,
       c.sigfillset,
-      c.pidfd_open,
+      c.waitid,
     ];
     if (needed.some((f) => f === null)) return false;
-    // An old kernel answers ENOSYS; a libc without POSIX_SPAWN_SETSID refuses the flag.
-    const pidfd = c.pidfd_open!(Deno.pid, 0);
-    if (pidfd < 0) return false;
-    c.close(pidfd);
+    // A libc without POSIX_SPAWN_SETSID refuses the flag.
     spawnAttributes();
     return (supported = true);
   } catch {
@@ -124,21 +121,31 @@ function spawnAttributes(): Uint8Array<ArrayBuffer> {
 
 /**
  * The NULL-terminated `char *[]` of `strings`, with the strings themselves after the pointers
- * in the same buffer, so passing the array keeps the strings alive through the call.
+ * in the same buffer, so passing the array keeps the strings alive through the call. Throws a
+ * `TypeError` for a string with a NUL byte, which C would cut short.
+ *
+ * One `encodeInto` of the joined strings: a spawn passes the whole environment, and encoding
+ * each variable on its own cost about four times as much.
  */
 function cStringArray(strings: readonly string[]): BigUint64Array<ArrayBuffer> {
-  const encoded = strings.map((s) => encoder.encode(s));
+  for (const s of strings) {
+    if (s.includes("\0")) throw new TypeError("a NUL byte in an argument, cwd or environment");
+  }
+  const joined = strings.join("\0") + "\0";
   const table = 8 * (strings.length + 1);
-  const buffer = new ArrayBuffer(table + encoded.reduce((n, e) => n + e.length + 1, 0));
-  const pointers = new BigUint64Array(buffer, 0, strings.length + 1);
-  const bytes = new Uint8Array(buffer);
-  const base = BigInt(Deno.UnsafePointer.value(Deno.UnsafePointer.of(bytes)));
-  let at = table;
-  encoded.forEach((e, i) => {
-    bytes.set(e, at);
-    pointers[i] = base + BigInt(at);
-    at += e.length + 1;
-  });
+  // Three UTF-8 bytes at most for each UTF-16 unit.
+  const bytes = new Uint8Array(table + joined.length * 3);
+  const { written } = encoder.encodeInto(joined, bytes.subarray(table));
+  const pointers = new BigUint64Array(bytes.buffer, 0, strings.length + 1);
+  if (strings.length === 0) return pointers;
+  // Userspace addresses fit in 47 bits, well inside a double's exact integers.
+  const base = Number(Deno.UnsafePointer.value(Deno.UnsafePointer.of(bytes))) + table;
+  let i = 0;
+  pointers[i++] = BigInt(base);
+  // Each NUL but the last ends one string and starts the next (none has a NUL of its own).
+  for (let at = 0; at < written - 1; at++) {
+    if (bytes[table + at] === 0) pointers[i++] = BigInt(base + at + 1);
+  }
   return pointers;
 }
 
@@ -201,7 +208,8 @@ export function spawnLeader(
   env: Record<string, string>,
   stdio: ChildStdio,
 ): number {
-  for (const s of [...argv, cwd, ...Object.keys(env), ...Object.values(env)]) {
+  // Before the PATH search, which would look for the name cut at the NUL.
+  for (const s of [...argv, cwd]) {
     if (s.includes("\0")) throw new TypeError("a NUL byte in an argument, cwd or environment");
   }
   const envp = cStringArray(Object.entries(env).map(([k, v]) => `${k}=${v}`));
