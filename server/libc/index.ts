@@ -108,6 +108,7 @@ const SYMBOLS = {
   // Variadic in C; F_GETFL/F_SETFL take an int, passed like a fixed one on x86_64 and aarch64.
   fcntl: { parameters: ["i32", "i32", "i32"], result: "i32" },
   waitpid: { parameters: ["i32", "buffer", "i32"], result: "i32" },
+  kill: { parameters: ["i32", "i32"], result: "i32" },
   // The process group's: opaque attribute and file-action objects live in caller buffers.
   posix_spawn: {
     parameters: ["buffer", "buffer", "buffer", "buffer", "buffer", "buffer"],

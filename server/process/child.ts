@@ -21,6 +21,8 @@ export interface ChildSpec {
   env: Record<string, string>;
   /** A stdin pipe to write to; otherwise stdin is `/dev/null`. */
   stdin: boolean;
+  /** `argv[0]` was just found on `PATH` (a path to an executable file): no second search. */
+  located?: boolean;
 }
 
 /** How the leader ended, as `Deno.CommandStatus` says it. */

@@ -37,7 +37,7 @@ import {
   WNOHANG,
 } from "../libc/index.ts";
 import type { ChildSpec, ChildStatus, ChunkListener, SpawnedChild } from "./child.ts";
-import { decodeWaitStatus, killGroup } from "./child.ts";
+import { decodeWaitStatus } from "./child.ts";
 import { exitWatch } from "./exit_watch.ts";
 import { spawnLeader } from "./native_spawn.ts";
 import type { StreamName } from "./output.ts";
@@ -57,6 +57,17 @@ const BYTES_PER_WAKE = 1024 * 1024;
  * command to have exited (about 0.5 ms for `true`), short enough that nobody sees it.
  */
 export const OUTPUT_POLL_DELAY_MS = 2;
+
+/** Linux's `SIGKILL`, on every architecture. */
+const SIGKILL = 9;
+
+/**
+ * `SIGKILL` to the group `pid` leads, straight through libc: `Deno.kill` costs a permission
+ * check, and an error object when the group is already empty.
+ */
+function killGroup(pid: number): void {
+  libc().kill(-pid, SIGKILL);
+}
 
 /** Shared by every read: reads are synchronous, and each chunk is copied out. */
 const scratch = new Uint8Array(READ_BYTES);
@@ -125,7 +136,7 @@ export class NativeChild implements SpawnedChild {
         stdin: input?.[0] ?? null,
         stdout: out[1],
         stderr: err[1],
-      });
+      }, spec.located);
       // The child has its copies; ours of its ends must go, or the pipes never reach EOF.
       for (const fd of [out[1], err[1], input?.[0] ?? -1]) {
         closeFd(fd);

@@ -195,7 +195,8 @@ function spawnOnce(
 /**
  * Start `argv` as a session and group leader with the given descriptors as its 0, 1 and 2;
  * returns its pid. Throws `Deno.errors.NotFound` (no such program, or no `cwd`),
- * `Deno.errors.PermissionDenied`, or an `Error` with an `errno`.
+ * `Deno.errors.PermissionDenied`, or an `Error` with an `errno`. With `located`, `argv[0]` is a
+ * path the caller has just found on `PATH`, and is not looked up again.
  *
  * @example
  * ```ts ignore
@@ -207,6 +208,7 @@ export function spawnLeader(
   cwd: string,
   env: Record<string, string>,
   stdio: ChildStdio,
+  located = false,
 ): number {
   // Before the PATH search, which would look for the name cut at the NUL.
   for (const s of [...argv, cwd]) {
@@ -220,7 +222,7 @@ export function spawnLeader(
     if (!("errno" in r) || r.errno !== ENOEXEC) return r;
     return spawnOnce(SCRIPT_SHELL, [SCRIPT_SHELL, path, ...argv.slice(1)], envp, cwdBytes, stdio);
   };
-  const found = locateProgram(name, cwd, env.PATH);
+  const found = located ? name : locateProgram(name, cwd, env.PATH);
   if (found === null) throw new Deno.errors.NotFound(`${name} not found`);
   // Where the server may not look into a PATH directory, try each as execvp does.
   const candidates = found !== undefined || name.includes("/")

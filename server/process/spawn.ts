@@ -70,13 +70,15 @@ export function shell(): string {
 }
 
 /** The argv to run: `argv` as given, `cmd` directly when it is plain words, else bash `-c`. */
-function commandLine(request: SpawnRequest): { argv: string[]; env: Record<string, string> } {
-  if (request.argv) return { argv: request.argv, env: request.env };
+function commandLine(
+  request: SpawnRequest,
+): { argv: string[]; env: Record<string, string>; located: boolean } {
+  if (request.argv) return { argv: request.argv, env: request.env, located: false };
   const cmd = request.cmd ?? "";
   const direct = directArgv(cmd, request.cwd, request.env);
   // bash would have exported PWD to the program.
-  if (direct) return { argv: direct, env: { ...request.env, PWD: request.cwd } };
-  return { argv: [shell(), "-c", cmd], env: request.env };
+  if (direct) return { argv: direct, env: { ...request.env, PWD: request.cwd }, located: true };
+  return { argv: [shell(), "-c", cmd], env: request.env, located: false };
 }
 
 /** Exit code of coreutils' `timeout` for a command it had to stop. */
@@ -114,6 +116,7 @@ export class ManagedProcess {
       cwd: request.cwd,
       env: line.env,
       stdin: request.stdin === true || request.stdinText !== undefined,
+      located: line.located,
     };
     this.#child = nativeSpawnSupported()
       ? new NativeChild(spec, onChunk)
