@@ -18,7 +18,7 @@
  * @module
  */
 
-import { libc } from "../libc/index.ts";
+import { ECHILD, errno, libc } from "../libc/index.ts";
 
 /** `waitid(2)`: wait for one pid; for exited children; do not reap; do not block. */
 const P_PID = 1;
@@ -43,8 +43,10 @@ const siginfoView = new DataView(siginfo.buffer);
 export function hasExited(pid: number): boolean {
   siginfoView.setInt32(SI_PID_OFFSET, 0, true);
   const r = libc().waitid!(P_PID, pid, siginfo, WEXITED | WNOHANG | WNOWAIT);
-  // -1 (ECHILD: not our child, or already reaped) is an exit too: there is nothing to wait for.
-  return r !== 0 || siginfoView.getInt32(SI_PID_OFFSET, true) === pid;
+  // ECHILD (not our child, or already reaped) is an exit too: there is nothing to wait for.
+  // Any other failure (EINTR) says nothing; the next SIGCHLD asks again.
+  if (r !== 0) return errno() === ECHILD;
+  return siginfoView.getInt32(SI_PID_OFFSET, true) === pid;
 }
 
 /**

@@ -38,7 +38,7 @@ import {
 } from "../libc/index.ts";
 import type { ChildSpec, ChildStatus, ChunkListener, SpawnedChild } from "./child.ts";
 import { decodeWaitStatus } from "./child.ts";
-import { exitWatch } from "./exit_watch.ts";
+import { exitWatch, hasExited } from "./exit_watch.ts";
 import { spawnLeader } from "./native_spawn.ts";
 import type { StreamName } from "./output.ts";
 import { pollLoop } from "./poll_loop.ts";
@@ -213,11 +213,14 @@ export class NativeChild implements SpawnedChild {
     clearTimeout(this.#pollTimer);
     this.#pollTimer = undefined;
     this.#drained.resolve();
+    // Output usually ends because the leader exited; a missed SIGCHLD must not leave it waiting.
+    if (this.#running && hasExited(this.pid)) this.#leaderExited();
   }
 
   #leaderExited(): void {
     if (!this.#running) return;
     this.#running = false;
+    exitWatch.unwatch(this.pid);
     killGroup(this.pid);
     const status = new Int32Array(1);
     const r = libc().waitpid(this.pid, status, WNOHANG);
