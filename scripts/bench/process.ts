@@ -9,8 +9,8 @@
  * The same request through Deno's `fetch` (what the SDK uses) is printed beside it.
  *
  * More rows show where the time goes: the server's own spawn path alone in this process (libc's
- * `posix_spawn` with `POSIX_SPAWN_SETSID` over FFI, then its pidfd and pipes on the poll loop, no
- * HTTP); a bare spawn of `setsid true` (what the `Deno.Command` fallback must start to make a
+ * `posix_spawn` with `POSIX_SPAWN_SETSID` over FFI, its exit from `SIGCHLD` and its pipes read at
+ * exit, no HTTP); a bare spawn of `setsid true` (what the `Deno.Command` fallback must start to make a
  * group leader); `bash -c true` (what a shell string costs without the fast path for plain
  * commands); and `GET /process` (the HTTP round trip and pipeline with no process at all).
  *

@@ -1,7 +1,7 @@
 /**
  * One `poll(2)` loop for the descriptors of every natively spawned process: their stdout and
- * stderr pipes, their stdin pipes while a write waits for room, and their pidfds (readable once
- * the process has exited).
+ * stderr pipes, and their stdin pipes while a write waits for room. (Exits come from `SIGCHLD`,
+ * `exit_watch.ts`.)
  *
  * One loop for all rather than one per process: each pending `nonblocking` FFI call holds one of
  * Deno's blocking worker threads (a bounded pool the file system and the terminals use too), so
