@@ -6,7 +6,7 @@
  * `Deno.Command` has no option for, the file group's descriptor-relative `*at` calls, and
  * `prctl` for the server's own hardening.
  *
- * Every call but `poll` and `fdatasync` is synchronous (`pollNow` is `poll` with a timeout of 0): they run on the JavaScript thread, never block (the
+ * Every call but `poll` and `fdatasync` is synchronous: they run on the JavaScript thread, never block (the
  * descriptors are `O_NONBLOCK`, `waitpid` is only asked with `WNOHANG`, `posix_spawn` returns
  * once the child has called `exec`), and so `errno` read right after them is theirs. `poll` is
  * declared `nonblocking` (it runs on Deno's FFI worker pool and returns a Promise); a pending
@@ -97,8 +97,6 @@ const SYMBOLS = {
   close: { parameters: ["i32"], result: "i32" },
   pipe2: { parameters: ["buffer", "i32"], result: "i32" },
   poll: { parameters: ["buffer", "u64", "i32"], result: "i32", nonblocking: true },
-  // The same call on the JavaScript thread, only ever with a timeout of 0: a look, not a wait.
-  pollNow: { name: "poll", parameters: ["buffer", "u64", "i32"], result: "i32" },
   access: { parameters: ["buffer", "i32"], result: "i32" },
   opendir: { parameters: ["buffer"], result: "pointer" },
   readdir: { parameters: ["pointer"], result: "pointer" },

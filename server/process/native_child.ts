@@ -37,7 +37,7 @@ import {
   WNOHANG,
 } from "../libc/index.ts";
 import type { ChildSpec, ChildStatus, ChunkListener, SpawnedChild } from "./child.ts";
-import { decodeWaitStatus } from "./child.ts";
+import { decodeWaitStatus, killGroup } from "./child.ts";
 import { exitWatch, hasExited } from "./exit_watch.ts";
 import { spawnLeader } from "./native_spawn.ts";
 import type { StreamName } from "./output.ts";
@@ -57,17 +57,6 @@ const BYTES_PER_WAKE = 1024 * 1024;
  * command to have exited (about 0.5 ms for `true`), short enough that nobody sees it.
  */
 export const OUTPUT_POLL_DELAY_MS = 2;
-
-/** Linux's `SIGKILL`, on every architecture. */
-const SIGKILL = 9;
-
-/**
- * `SIGKILL` to the group `pid` leads, straight through libc: `Deno.kill` costs a permission
- * check, and an error object when the group is already empty.
- */
-function killGroup(pid: number): void {
-  libc().kill(-pid, SIGKILL);
-}
 
 /** Shared by every read: reads are synchronous, and each chunk is copied out. */
 const scratch = new Uint8Array(READ_BYTES);
