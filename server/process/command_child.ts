@@ -17,7 +17,7 @@
 
 import type { ChildSpec, ChildStatus, ChunkListener, SpawnedChild } from "./child.ts";
 import { killGroup } from "./child.ts";
-import { resolveProgram } from "./direct.ts";
+import { resolveProgram } from "./locate_program.ts";
 import type { StreamName } from "./output.ts";
 
 let setsidPath: string | null | undefined;

@@ -30,7 +30,7 @@ import {
   POSIX_SPAWN_SETSIGDEF,
   POSIX_SPAWN_SETSIGMASK,
 } from "../libc/index.ts";
-import { locateProgram } from "./direct.ts";
+import { locateProgram, searchDirs } from "./locate_program.ts";
 
 /** What the child's descriptors 0, 1 and 2 are. */
 export interface ChildStdio {
@@ -227,7 +227,7 @@ export function spawnLeader(
   // Where the server may not look into a PATH directory, try each as execvp does.
   const candidates = found !== undefined || name.includes("/")
     ? [found ?? name]
-    : (env.PATH ?? "").split(":").filter((dir) => dir !== "").map((dir) => `${dir}/${name}`);
+    : searchDirs(env.PATH, cwd).map((dir) => `${dir}/${name}`);
   let denied = false;
   let last = ENOENT;
   for (const path of candidates) {

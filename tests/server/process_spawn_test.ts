@@ -171,6 +171,38 @@ for (const path of SPAWN_PATHS) {
         await Deno.remove(dir, { recursive: true });
       }
     });
+    await t.step("relative and empty PATH entries are the request's cwd, as in bash", async () => {
+      const project = `${server.root}/project`;
+      await Deno.mkdir(`${project}/bin`, { recursive: true });
+      await Deno.writeTextFile(`${project}/bin/sandbar-rel`, "#!/bin/sh\necho rel\n", {
+        mode: 0o755,
+      });
+      await Deno.writeTextFile(`${project}/sandbar-dot`, "#!/bin/sh\necho dot\n", {
+        mode: 0o755,
+      });
+      const run = (request: Record<string, unknown>, PATH: string) =>
+        postJson(server, "/process/shell", { ...request, cwd: project, env: { PATH } });
+      // argv (exec form), a plain command (run without bash), and a pipeline (run by bash).
+      for (const request of [{ argv: ["sandbar-rel"] }, { cmd: "sandbar-rel" }]) {
+        const r = await run(request, "bin:/usr/bin:/bin");
+        assert.deepEqual([r.status, r.body.stdout], [200, "rel\n"], JSON.stringify(request));
+      }
+      assert.equal(
+        (await run({ cmd: "sandbar-rel | cat" }, "bin:/usr/bin:/bin")).body.stdout,
+        "rel\n",
+      );
+      for (const request of [{ argv: ["sandbar-dot"] }, { cmd: "sandbar-dot" }]) {
+        const r = await run(request, ":/usr/bin:/bin");
+        assert.deepEqual([r.status, r.body.stdout], [200, "dot\n"], JSON.stringify(request));
+      }
+      // Relative to the request's cwd, not the server's: elsewhere the name is nowhere.
+      const elsewhere = await postJson(server, "/process/shell", {
+        argv: ["sandbar-rel"],
+        cwd: server.root,
+        env: { PATH: "bin:/usr/bin:/bin" },
+      });
+      assert.deepEqual([elsewhere.status, elsewhere.body.code], [400, "process_invalid"]);
+    });
     await t.step("stdout, stderr, exit code, stdin text", async () => {
       const r = await postJson(server, "/process/shell", {
         cmd: "cat; echo err >&2; exit 3",

@@ -271,3 +271,28 @@ Deno.test("the PTY port takes the token from a subprotocol or access_token; port
   const del = await server.fetch(`/pty/${id}`, { method: "DELETE" });
   await del.body?.cancel();
 });
+
+Deno.test("a shell named through a relative PATH entry is looked up from the terminal's cwd", async () => {
+  await using server = await startTestServer();
+  const project = `${server.root}/project`;
+  await Deno.mkdir(`${project}/bin`, { recursive: true });
+  await Deno.writeTextFile(
+    `${project}/bin/sandbar-shell`,
+    "#!/bin/sh\necho started > started.txt\nexec sleep 30\n",
+    { mode: 0o755 },
+  );
+  const env = { PATH: "bin:/usr/bin:/bin" };
+  const ok = await post(server, { shell: "sandbar-shell", cwd: project, env });
+  assert.equal(ok.status, 201, JSON.stringify(ok.body));
+  for (let i = 0; i < 200; i++) {
+    const text = await Deno.readTextFile(`${project}/started.txt`).catch(() => "");
+    if (text === "started\n") break;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  assert.equal(await Deno.readTextFile(`${project}/started.txt`), "started\n");
+  const del = await server.fetch(`/pty/${ok.body.id}`, { method: "DELETE" });
+  assert.equal(del.status, 200);
+  await del.body?.cancel();
+  // From another cwd the same name is nowhere.
+  await refused(server, { shell: "sandbar-shell", cwd: server.root, env }, 400, "command_invalid");
+});

@@ -9,10 +9,9 @@
  * @module
  */
 
-import { resolve } from "node:path";
 import { ApiError } from "../../errors.ts";
 import { commandRules, decideArgv } from "../../guards/commands/index.ts";
-import { isExecutableFile } from "../../pty/executable.ts";
+import { locateProgram } from "../../process/locate_program.ts";
 import type { ServerState } from "../../state.ts";
 import { guardedEnvironment } from "../process/request.ts";
 
@@ -29,12 +28,6 @@ export function shellEnvironment(state: ServerState, raw: unknown): Record<strin
   const setsTerm = typeof raw === "object" && raw !== null && Object.hasOwn(raw, "TERM");
   if (!setsTerm) env.TERM = DEFAULT_TERM;
   return env;
-}
-
-/** Whether the program can be started: a path as given (relative to `cwd`), or a name on `PATH`. */
-function found(program: string, cwd: string, path: string | undefined): boolean {
-  if (program.includes("/")) return isExecutableFile(resolve(cwd, program));
-  return (path ?? "").split(":").some((dir) => dir !== "" && isExecutableFile(`${dir}/${program}`));
 }
 
 /**
@@ -57,7 +50,7 @@ export function guardShell(
       param: "shell",
     });
   }
-  if (!found(shell, cwd, env.PATH)) {
+  if (locateProgram(shell, cwd, env.PATH) === null) {
     throw new ApiError("command_invalid", `Shell ${shell} was not found or is not executable`, {
       param: "shell",
     });
