@@ -140,13 +140,12 @@ export async function main(args: string[] = Deno.args): Promise<number> {
     for (let i = 0; i < runs; i++) {
       // Which goes first changes each round at random: whatever Chromium still does after a
       // screenshot (raster, GC) must not always land on the same neighbour.
-      if (Math.random() < 0.5) {
-        serverTimes.push(await timed(viaServer));
-        directTimes.push(await timed(direct));
-      } else {
-        directTimes.push(await timed(direct));
-        serverTimes.push(await timed(viaServer));
-      }
+      const round: [() => Promise<void>, number[]][] = [
+        [viaServer, serverTimes],
+        [direct, directTimes],
+      ];
+      if (Math.random() < 0.5) round.reverse();
+      for (const [run, times] of round) times.push(await timed(run));
     }
     const p50 = (v: number[]) => percentile(v, 0.5);
     const p90 = (v: number[]) => percentile(v, 0.9);
