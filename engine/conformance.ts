@@ -6,11 +6,12 @@
  * @module
  */
 import { EngineError } from "./errors.ts";
-import { EngineHost, type HostOptions } from "./host.ts";
+import { EngineHost, type HostOptions } from "./engine_host.ts";
 import { type EngineEntry, engineEnv } from "./manifest.ts";
-import { EngineProcess } from "./process.ts";
-import { check, DescriptionSchema, ResponseSchema } from "./schema.ts";
+import { EngineProcess } from "./engine_process.ts";
+import { DescriptionSchema, EngineResponseSchema } from "./schema.ts";
 import type { Model, Question } from "./types.ts";
+import { check } from "./validate.ts";
 import { ADMITTED_CLAIMS } from "./verdict.ts";
 
 /** What the suite asks: a model with one question per declared answer, and a slow run. */
@@ -194,7 +195,7 @@ async function malformed(entry: EngineEntry, graceMs: number): Promise<[boolean,
     }
     const responses = lines.map((line) => {
       try {
-        return check(ResponseSchema, JSON.parse(line), "response");
+        return check(EngineResponseSchema, JSON.parse(line), "response");
       } catch {
         return { ok: false as const, message: `not JSON: ${line.slice(0, 80)}` };
       }

@@ -4,15 +4,13 @@
  *
  * @module
  */
+import type { ErrorCode } from "./types.ts";
 
 /**
- * Why a host call failed. `unsupported`, `budget` and `internal` are the engine's own error codes
- * passed through; the rest are the host's.
+ * Why a host call failed: the engine's own error codes passed through, or one of the host's.
  */
 export type EngineErrorCode =
-  | "unsupported"
-  | "budget"
-  | "internal"
+  | ErrorCode
   | "spawn"
   | "refused"
   | "protocol"

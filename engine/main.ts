@@ -8,7 +8,7 @@
 import { budgetFrom, type CliArgs, modelFrom, parseCli, questionFrom } from "./cli_args.ts";
 import { type Cases, runConformance } from "./conformance.ts";
 import { EngineError } from "./errors.ts";
-import { EngineHost, type HostOptions } from "./host.ts";
+import { EngineHost, type HostOptions } from "./engine_host.ts";
 import { loadManifest, manifestEntry } from "./manifest.ts";
 import type { Progress } from "./types.ts";
 

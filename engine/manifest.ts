@@ -35,12 +35,12 @@ import { z } from "zod";
 import { EngineError } from "./errors.ts";
 import {
   BOUND_NAMES,
-  formatIssues,
   MODEL_FORM_PATTERN,
   QUESTION_KINDS,
   STRENGTHS,
   WITNESS_KINDS,
-} from "./schema.ts";
+} from "./enums.ts";
+import { formatIssues } from "./validate.ts";
 import type { Description } from "./types.ts";
 
 /**

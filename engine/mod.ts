@@ -13,7 +13,7 @@
  *
  * @module
  */
-export { EngineHost, type HostOptions, type RunOptions, type RunOutcome } from "./host.ts";
+export { EngineHost, type HostOptions, type RunOptions, type RunOutcome } from "./engine_host.ts";
 export {
   type EngineEntry,
   loadManifest,
@@ -23,8 +23,8 @@ export {
   SERVED_MODEL_FORMS,
 } from "./manifest.ts";
 export { EngineError, type EngineErrorCode } from "./errors.ts";
-export type { Diagnostic } from "./client.ts";
-export { descriptionMismatches, SERVED_PROTOCOLS } from "./compat.ts";
+export type { Diagnostic } from "./rpc_client.ts";
+export { descriptionMismatches, SERVED_PROTOCOLS } from "./handshake.ts";
 export { adjudicate, ADMITTED_CLAIMS, type Verdict, type VerdictContext } from "./verdict.ts";
 export {
   formatSchedule,
@@ -33,13 +33,18 @@ export {
   parseSchedule,
   type Step,
 } from "./replay.ts";
+export { serveEngine, type ServeOptions } from "./serve_engine.ts";
+export type { EngineHandlers, RunContext, RunRequest } from "./dispatcher.ts";
+export { BudgetExhausted, EngineFailure } from "./engine_failure.ts";
 export {
-  BudgetExhausted,
-  EngineFailure,
-  type EngineHandlers,
-  type RunContext,
-  type RunRequest,
-  serveEngine,
-  type ServeOptions,
-} from "./serve.ts";
+  BOUND_NAMES,
+  CLAIMS,
+  DRAW_MODES,
+  ERROR_CODES,
+  FREE_PARTS,
+  MODEL_FORM_PATTERN,
+  QUESTION_KINDS,
+  STRENGTHS,
+  WITNESS_KINDS,
+} from "./enums.ts";
 export type * from "./types.ts";

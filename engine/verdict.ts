@@ -19,7 +19,7 @@
  * @module
  */
 import { parseSchedule } from "./replay.ts";
-import { STRENGTHS } from "./schema.ts";
+import { STRENGTHS } from "./enums.ts";
 import type { Bound, Claim, QuestionKind, Result, Strength, WitnessKind } from "./types.ts";
 
 /** The host's decision about one result, beside the engine's claim. */

@@ -4,12 +4,12 @@
  *
  * @module
  */
-import { type Diagnostic, RpcClient } from "./client.ts";
-import { descriptionMismatches, SERVED_PROTOCOLS } from "./compat.ts";
+import { type Diagnostic, RpcClient } from "./rpc_client.ts";
+import { descriptionMismatches, SERVED_PROTOCOLS } from "./handshake.ts";
 import { EngineError } from "./errors.ts";
 import { type EngineEntry, engineEnv } from "./manifest.ts";
-import { describeEnd, EngineProcess } from "./process.ts";
-import { BudgetSchema, check, ModelSchema, QuestionSchema } from "./schema.ts";
+import { describeEnd, EngineProcess } from "./engine_process.ts";
+import { BudgetSchema, ModelSchema, QuestionSchema } from "./schema.ts";
 import type {
   Bound,
   Budget,
@@ -20,6 +20,7 @@ import type {
   Question,
   Result,
 } from "./types.ts";
+import { check } from "./validate.ts";
 import { adjudicate, type Verdict } from "./verdict.ts";
 
 /** Limits and timeouts of a host. Every field has a default. */
