@@ -92,8 +92,11 @@ type Schema<T> = Parameters<typeof check<T>>[0];
  *   { send: (line) => sent.push(line), log: () => {} },
  * );
  * dispatcher.receive('{"jsonrpc":"2.0","id":1,"method":"describe","params":{"protocols":[1]}}');
- * await Promise.resolve();
+ * dispatcher.receive('{"jsonrpc":"2.0","id":2,"method":"run","params":{}}');
+ * // Handlers that answer without a promise are answered at once.
  * assert.equal(JSON.parse(sent[0]).result.name, "e");
+ * assert.equal(JSON.parse(sent[1]).error.code, "unsupported");
+ * assert.match(JSON.parse(sent[1]).error.message, /request\.params\.question: /);
  * ```
  */
 export class EngineDispatcher {
@@ -147,11 +150,12 @@ export class EngineDispatcher {
     for (const controller of this.#running.values()) controller.abort(reason);
   }
 
-  async #describe(protocols: number[]): Promise<Description> {
+  #describe(protocols: number[]): Description | Promise<Description> {
     const describe = this.#handlers.describe;
-    const description = typeof describe === "function" ? await describe(protocols) : describe;
-    this.#description = validated(DescriptionSchema, description, "description");
-    return this.#description;
+    const value = typeof describe === "function" ? describe(protocols) : describe;
+    const checked = settled(DescriptionSchema, value, "description");
+    const remember = (description: Description) => this.#description = description;
+    return isThenable(checked) ? checked.then(remember) : remember(checked);
   }
 
   #covers(question: Question, model: Model): unknown {

@@ -65,15 +65,10 @@ export interface RunOutcome {
 }
 
 /**
- * A running engine behind External Engine Protocol v1.
- *
- * @example
- * ```ts ignore
- * import { EngineHost, loadManifest, manifestEntry } from "./mod.ts";
- * const manifest = await loadManifest("engines.jsonc");
- * await using host = await EngineHost.start(manifestEntry(manifest, "explorer"));
- * const { verdict } = await host.run(question, model, { depth: 20, deadline: "2030-01-01T00:00:00Z" });
- * ```
+ * A running engine behind External Engine Protocol v1: {@linkcode EngineHost.start} spawns it
+ * from a manifest entry and checks its Description; `covers` and `run` ask it questions. A
+ * complete program using it is under "Host from code" in `docs/engine.md` (run by
+ * `tests/engine/docs_test.ts`; an example here could not run without permission to spawn).
  */
 export class EngineHost implements AsyncDisposable {
   /** The manifest entry the engine was started from. */

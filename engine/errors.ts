@@ -27,9 +27,11 @@ export type EngineErrorCode =
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { EngineError } from "./mod.ts";
  * const error = new EngineError("deadline", "explorer", "the deadline passed");
- * console.log(error.code, error.message); // deadline engine "explorer": the deadline passed
+ * assert.equal(error.code, "deadline");
+ * assert.equal(error.message, 'engine "explorer": the deadline passed');
  * ```
  */
 export class EngineError extends Error {

@@ -2,13 +2,19 @@
  * External Engine Protocol v1: a host that runs analysis engines as child processes and decides
  * what stands of their claims, and `serveEngine` to write such an engine in a few lines.
  *
+ * The engine only claims a strength; {@linkcode adjudicate} decides what stands, which is what
+ * `EngineHost.run` returns beside each result (`docs/engine.md` shows a host and an engine):
+ *
  * @example
- * ```ts ignore
- * import { EngineHost, loadManifest, manifestEntry } from "@sandbar/sandbar/engine";
- * const manifest = await loadManifest("engines.jsonc");
- * await using host = await EngineHost.start(manifestEntry(manifest, "explorer"));
- * const outcome = await host.run(question, model, { depth: 20 });
- * console.log(outcome.result.strength, "->", outcome.verdict.strength, outcome.verdict.reason);
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { adjudicate } from "@sandbar/sandbar/engine";
+ * const verdict = adjudicate(
+ *   { claim: "violated", strength: "proved" },
+ *   { question: "holds", authority: "proved", witness: "schedule" },
+ * );
+ * assert.equal(verdict.strength, "observed");
+ * assert.equal(verdict.reason, "claim violated needs a witness; there is none");
  * ```
  *
  * @module

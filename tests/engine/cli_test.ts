@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fenced, packageImportMap, root } from "./helpers.ts";
 
-const root = fileURLToPath(new URL("../../", import.meta.url));
 const manifest = "engine/examples/manifest.jsonc";
 
 async function run(...args: string[]) {
@@ -24,14 +23,6 @@ async function cli(...args: string[]) {
   return { code, json: JSON.parse(stdout), stderr };
 }
 
-/** The body of the first fenced block in `lang` after the heading that starts with `heading`. */
-function fenced(markdown: string, heading: string, lang: string): string {
-  const section = markdown.slice(markdown.indexOf(`\n${heading}`));
-  const match = new RegExp("```" + lang + "\\n([\\s\\S]*?)\\n```").exec(section);
-  assert.ok(match, `no ${lang} block after ${heading}`);
-  return match[1];
-}
-
 /**
  * A directory holding the "Writing an engine" sample of docs/engine.md, its cases file from the
  * same page, and a manifest entry for it; the package name resolves to this checkout.
@@ -39,14 +30,9 @@ function fenced(markdown: string, heading: string, lang: string): string {
 async function docsSample(cases?: (cases: Record<string, unknown>) => void) {
   const docs = await Deno.readTextFile(join(root, "docs/engine.md"));
   const dir = await Deno.makeTempDir({ prefix: "engine-sample-" });
-  const config = JSON.parse(await Deno.readTextFile(join(root, "deno.json")));
-  const imports = {
-    ...config.imports,
-    "@sandbar/sandbar/engine": pathToFileURL(join(root, "engine/mod.ts")).href,
-  };
+  await packageImportMap(dir);
   const parsedCases = JSON.parse(fenced(docs, "## The `--cases` file", "json"));
   cases?.(parsedCases);
-  await Deno.writeTextFile(join(dir, "import_map.json"), JSON.stringify({ imports }));
   await Deno.writeTextFile(join(dir, "mine.ts"), fenced(docs, "## Writing an engine", "ts"));
   await Deno.writeTextFile(join(dir, "cases.json"), JSON.stringify(parsedCases));
   await Deno.writeTextFile(
@@ -65,6 +51,7 @@ async function docsSample(cases?: (cases: Record<string, unknown>) => void) {
   );
   return {
     args: ["--manifest", join(dir, "engines.jsonc"), "--engine", "mine", "--cases"],
+    dir,
     cases: join(dir, "cases.json"),
     [Symbol.asyncDispose]: () => Deno.remove(dir, { recursive: true }),
   };
@@ -93,6 +80,11 @@ Deno.test("a misspelt flag or verb is an error naming the nearest known one", as
 
 Deno.test("check against the docs' engine sample and cases gives a row per check, all passing", async () => {
   await using sample = await docsSample();
+  const typeCheck = await new Deno.Command(Deno.execPath(), {
+    args: ["check", "--quiet", "--import-map=import_map.json", "mine.ts"],
+    cwd: sample.dir,
+  }).output();
+  assert.equal(typeCheck.code, 0, new TextDecoder().decode(typeCheck.stderr));
   const { code, json, stderr } = await cli("check", ...sample.args, sample.cases);
   assert.doesNotMatch(stderr, STACK_FRAME);
   assert.equal(code, 0, stderr);
