@@ -8,10 +8,13 @@ import { parseArgs } from "node:util";
 import { EngineError } from "./errors.ts";
 import type { Budget, Model, Question, QuestionKind } from "./types.ts";
 
+/** The verbs of the CLI. */
+export const VERBS = ["describe", "covers", "run", "check"] as const;
+
 /** The parsed command line. */
 export interface CliArgs {
-  /** describe, covers, run or check. */
-  verb: string;
+  /** What to do. */
+  verb: typeof VERBS[number];
   /** The manifest file. */
   manifest: string;
   /** The engine's name in it. */
@@ -60,19 +63,87 @@ question:  --question FILE | --question-kind KIND --subject NAME [--subject-kind
 model:     --model FILE (a JSON Model: {"graphs": ...} or {"sources": ...})
 budget:    --budget FILE | --deadline (RFC 3339, or a duration like 30s or 500ms from now)
            --depth N --steps N --runs N --memory N --jobs N
+cases:     --cases FILE (JSON: {"model": Model, "questions": [Question, ...],
+           "slow": {"question": Question, "model": Model}}; see docs/engine.md)
 other:     --grace-ms N (wait between cancel, stdin close, SIGTERM and SIGKILL; default 2000)
+           -h, --help (print this text)
 
 JSON goes to stdout, progress and tables to stderr. Exit code 0 on success, 1 on failure.`;
 
-/** Parses argv. */
-export function parseCli(argv: string[]): CliArgs {
-  const { values, positionals } = parseArgs({ args: argv, options: FLAGS, allowPositionals: true });
-  const manifest = values.manifest;
-  const engine = values.engine;
-  if (values.help || positionals.length !== 1 || !manifest || !engine) {
-    throw new EngineError("invalid", engine ?? "?", `bad command line\n${USAGE}`);
+/**
+ * Parses argv: `"help"` when `--help` or `-h` is given (whatever else is), else the verb and its
+ * flags.
+ *
+ * @throws {EngineError} with code `invalid` naming the flag or verb at fault and the nearest known
+ * one.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { parseCli } from "./cli_args.ts";
+ * assert.equal(parseCli(["run", "--help"]), "help");
+ * const args = parseCli(["describe", "--manifest", "m.jsonc", "--engine", "e"]);
+ * assert.equal(args !== "help" && args.verb, "describe");
+ * assert.throws(() => parseCli(["describe", "--manifst", "m.jsonc"]), /did you mean --manifest\?/);
+ * ```
+ */
+export function parseCli(argv: string[]): CliArgs | "help" {
+  if (argv.includes("--help") || argv.includes("-h")) return "help";
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: FLAGS, allowPositionals: true });
+  } catch (error) {
+    const flag = /'(-[^']*)'/.exec((error as Error).message)?.[1];
+    const known = flag?.startsWith("--") ? nearest(flag.slice(2), Object.keys(FLAGS)) : undefined;
+    throw invalid(`${(error as Error).message}${known ? `; did you mean --${known}?` : ""}`);
   }
-  return { verb: positionals[0], manifest, engine, values };
+  const { values, positionals } = parsed;
+  if (positionals.length !== 1) {
+    throw invalid(`expected one verb (${VERBS.join(", ")}), got ${positionals.length}`);
+  }
+  const verb = positionals[0];
+  if (!(VERBS as readonly string[]).includes(verb)) {
+    throw invalid(`unknown verb ${verb}; did you mean ${nearest(verb, VERBS)}?`);
+  }
+  if (!values.manifest) throw invalid("--manifest FILE is required");
+  if (!values.engine) throw invalid("--engine NAME is required");
+  return {
+    verb: verb as CliArgs["verb"],
+    manifest: values.manifest,
+    engine: values.engine,
+    values,
+  };
+}
+
+function invalid(message: string): EngineError {
+  return new EngineError("invalid", "cli", `${message} (--help prints the usage)`);
+}
+
+/** The candidate closest to `word` by edit distance. */
+function nearest(word: string, candidates: readonly string[]): string {
+  let best = candidates[0];
+  let bestDistance = Infinity;
+  for (const candidate of candidates) {
+    const distance = editDistance(word, candidate);
+    if (distance < bestDistance) [best, bestDistance] = [candidate, distance];
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(
+        previous[j] + 1,
+        current[j - 1] + 1,
+        previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    }
+    previous = current;
+  }
+  return previous[b.length];
 }
 
 async function readJson(path: string, what: string): Promise<unknown> {

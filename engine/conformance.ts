@@ -5,12 +5,14 @@
  *
  * @module
  */
+import { z } from "zod";
 import { EngineError } from "./errors.ts";
-import { EngineHost, type HostOptions } from "./host.ts";
+import { EngineHost, type HostOptions } from "./engine_host.ts";
 import { type EngineEntry, engineEnv } from "./manifest.ts";
-import { EngineProcess } from "./process.ts";
-import { check, DescriptionSchema, ResponseSchema } from "./schema.ts";
+import { EngineProcess } from "./engine_process.ts";
+import { DescriptionSchema, EngineResponseSchema, ModelSchema, QuestionSchema } from "./schema.ts";
 import type { Model, Question } from "./types.ts";
+import { check } from "./validate.ts";
 import { ADMITTED_CLAIMS } from "./verdict.ts";
 
 /** What the suite asks: a model with one question per declared answer, and a slow run. */
@@ -23,6 +25,33 @@ export interface Cases {
   slow: { question: Question; model: Model };
 }
 
+const CasesSchema: z.ZodType<Cases> = z.strictObject({
+  model: ModelSchema,
+  questions: z.array(QuestionSchema).min(1),
+  slow: z.strictObject({ question: QuestionSchema, model: ModelSchema }),
+});
+
+/**
+ * Parses the text of a cases file (JSON).
+ *
+ * @throws {EngineError} with code `invalid`, naming each problem by its path in the file.
+ */
+export function parseCases(text: string, source: string): Cases {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    throw new EngineError(
+      "invalid",
+      source,
+      `the cases file is not JSON: ${(error as Error).message}`,
+    );
+  }
+  const checked = check(CasesSchema, raw, "");
+  if (!checked.ok) throw new EngineError("invalid", source, `the cases file: ${checked.message}`);
+  return checked.value;
+}
+
 /** One line of the report. */
 export interface CheckRow {
   /** What was checked. */
@@ -33,7 +62,10 @@ export interface CheckRow {
   detail: string;
 }
 
-/** Runs the suite; never throws for an engine's failure, which becomes a failed row. */
+/**
+ * Runs the suite. Never throws for an engine's failure: whatever goes wrong in a check, an error
+ * or a rejection included, becomes that check's failed row.
+ */
 export async function runConformance(
   entry: EngineEntry,
   cases: Cases,
@@ -41,6 +73,13 @@ export async function runConformance(
 ): Promise<CheckRow[]> {
   const rows: CheckRow[] = [];
   const row = (name: string, pass: boolean, detail: string) => rows.push({ name, pass, detail });
+  const step = async (name: string, work: () => Promise<[boolean, string]>) => {
+    try {
+      row(name, ...await work());
+    } catch (error) {
+      row(name, false, error instanceof Error ? error.message : String(error));
+    }
+  };
   const graceMs = options.graceMs ?? 2000;
 
   let host: EngineHost;
@@ -58,10 +97,10 @@ export async function runConformance(
         row(`answer ${kind}`, false, "the cases have no question of this kind");
         continue;
       }
-      row(`answer ${kind}`, ...await answers(host, question, cases.model));
+      await step(`answer ${kind}`, () => answers(host, question, cases.model));
     }
-    row("cancel", ...await interrupted(host, cases, "cancel", graceMs));
-    row("deadline", ...await interrupted(host, cases, "deadline", graceMs));
+    await step("cancel", () => interrupted(host, cases, "cancel", graceMs));
+    await step("deadline", () => interrupted(host, cases, "deadline", graceMs));
     row(
       "clean stdout",
       !host.pollutingStdout,
@@ -72,8 +111,8 @@ export async function runConformance(
   } finally {
     await host.close();
   }
-  row("malformed input", ...await malformed(entry, graceMs));
-  row("stdin close", ...await stdinClose(entry, graceMs));
+  await step("malformed input", () => malformed(entry, graceMs));
+  await step("stdin close", () => stdinClose(entry, graceMs));
   return rows;
 }
 
@@ -109,24 +148,26 @@ async function interrupted(
   const controller = new AbortController();
   const progressed = Promise.withResolvers<void>();
   const budget = how === "deadline" ? { deadline: new Date(Date.now() + 300).toISOString() } : {};
+  // Settled into a value at once: a run refused before it starts must not reject unobserved.
   const running = host.run(cases.slow.question, cases.slow.model, budget, {
     signal: controller.signal,
     onProgress: () => progressed.resolve(),
-  });
+  }).then((outcome) => ({ outcome }), (error: unknown) => ({ error }));
   if (how === "cancel") {
     const timer = setTimeout(() => progressed.resolve(), 300);
     await progressed.promise;
     clearTimeout(timer);
     controller.abort();
   }
-  try {
-    const outcome = await running;
-    return [false, `the slow run finished (${outcome.result.claim}) before it could be stopped`];
-  } catch (error) {
-    const code = error instanceof EngineError ? error.code : "unknown";
-    const expected = how === "cancel" ? "cancelled" : "deadline";
-    if (code !== expected) return [false, `expected ${expected}, got ${(error as Error).message}`];
+  const settled = await running;
+  if ("outcome" in settled) {
+    const claim = settled.outcome.result.claim;
+    return [false, `the slow run finished (${claim}) before it could be stopped`];
   }
+  const { error } = settled;
+  const code = error instanceof EngineError ? error.code : "unknown";
+  const expected = how === "cancel" ? "cancelled" : "deadline";
+  if (code !== expected) return [false, `expected ${expected}, got ${(error as Error).message}`];
   // The engine must answer the stopped run itself, within the grace period, and stay usable.
   const acknowledged = await within(graceMs, async () => {
     await host.covers(cases.questions[0], cases.model);
@@ -194,7 +235,7 @@ async function malformed(entry: EngineEntry, graceMs: number): Promise<[boolean,
     }
     const responses = lines.map((line) => {
       try {
-        return check(ResponseSchema, JSON.parse(line), "response");
+        return check(EngineResponseSchema, JSON.parse(line), "response");
       } catch {
         return { ok: false as const, message: `not JSON: ${line.slice(0, 80)}` };
       }

@@ -4,15 +4,13 @@
  *
  * @module
  */
+import type { ErrorCode } from "./types.ts";
 
 /**
- * Why a host call failed. `unsupported`, `budget` and `internal` are the engine's own error codes
- * passed through; the rest are the host's.
+ * Why a host call failed: the engine's own error codes passed through, or one of the host's.
  */
 export type EngineErrorCode =
-  | "unsupported"
-  | "budget"
-  | "internal"
+  | ErrorCode
   | "spawn"
   | "refused"
   | "protocol"
@@ -29,9 +27,11 @@ export type EngineErrorCode =
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { EngineError } from "./mod.ts";
  * const error = new EngineError("deadline", "explorer", "the deadline passed");
- * console.log(error.code, error.message); // deadline engine "explorer": the deadline passed
+ * assert.equal(error.code, "deadline");
+ * assert.equal(error.message, 'engine "explorer": the deadline passed');
  * ```
  */
 export class EngineError extends Error {

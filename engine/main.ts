@@ -1,14 +1,14 @@
 /**
  * The engine CLI: `deno run -A engine/main.ts <verb> --manifest FILE --engine NAME [...]`, with
  * verbs `describe`, `covers`, `run` and `check`. JSON goes to stdout; progress lines and the check
- * table go to stderr. Run with `--help` for the flags.
+ * table go to stderr. `--help` prints the usage on stdout.
  *
  * @module
  */
-import { budgetFrom, type CliArgs, modelFrom, parseCli, questionFrom } from "./cli_args.ts";
-import { type Cases, runConformance } from "./conformance.ts";
+import { budgetFrom, type CliArgs, modelFrom, parseCli, questionFrom, USAGE } from "./cli_args.ts";
+import { parseCases, runConformance } from "./conformance.ts";
 import { EngineError } from "./errors.ts";
-import { EngineHost, type HostOptions } from "./host.ts";
+import { EngineHost, type HostOptions } from "./engine_host.ts";
 import { loadManifest, manifestEntry } from "./manifest.ts";
 import type { Progress } from "./types.ts";
 
@@ -16,6 +16,10 @@ const PROGRESS_EVERY_MS = 1000;
 
 async function main(argv: string[]): Promise<number> {
   const args = parseCli(argv);
+  if (args === "help") {
+    console.log(USAGE);
+    return 0;
+  }
   const entry = manifestEntry(await loadManifest(args.manifest), args.engine);
   const options: HostOptions = {
     graceMs: args.values["grace-ms"] ? Number(args.values["grace-ms"]) : undefined,
@@ -25,9 +29,6 @@ async function main(argv: string[]): Promise<number> {
     },
   };
   if (args.verb === "check") return await check(args, options);
-  if (!["describe", "covers", "run"].includes(args.verb)) {
-    throw new EngineError("invalid", args.engine, `unknown verb ${args.verb}`);
-  }
   await using host = await EngineHost.start(entry, options);
   if (args.verb === "describe") {
     print({ engine: entry.name, description: host.description });
@@ -57,7 +58,17 @@ async function main(argv: string[]): Promise<number> {
 async function check(args: CliArgs, options: HostOptions): Promise<number> {
   const path = args.values.cases;
   if (!path) throw new EngineError("invalid", args.engine, "check needs --cases FILE");
-  const cases = JSON.parse(await Deno.readTextFile(String(path))) as Cases;
+  let text: string;
+  try {
+    text = await Deno.readTextFile(String(path));
+  } catch (error) {
+    throw new EngineError(
+      "invalid",
+      "cli",
+      `cannot read the cases ${path}: ${(error as Error).message}`,
+    );
+  }
+  const cases = parseCases(text, String(path));
   const entry = manifestEntry(await loadManifest(args.manifest), args.engine);
   const rows = await runConformance(entry, cases, options);
   const width = Math.max(...rows.map((r) => r.name.length));

@@ -35,12 +35,12 @@ import { z } from "zod";
 import { EngineError } from "./errors.ts";
 import {
   BOUND_NAMES,
-  formatIssues,
   MODEL_FORM_PATTERN,
   QUESTION_KINDS,
   STRENGTHS,
   WITNESS_KINDS,
-} from "./schema.ts";
+} from "./enums.ts";
+import { formatIssues } from "./validate.ts";
 import type { Description } from "./types.ts";
 
 /**
@@ -73,8 +73,9 @@ export interface Manifest {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { SERVED_MODEL_FORMS } from "./mod.ts";
- * console.log(SERVED_MODEL_FORMS.includes("rdf")); // false
+ * assert.deepEqual(SERVED_MODEL_FORMS, ["sources", "graphs:1"]);
  * ```
  */
 export const SERVED_MODEL_FORMS: readonly string[] = ["sources", "graphs:1"];
@@ -118,12 +119,19 @@ const manifestSchema = z.strictObject({ engines: z.record(z.string().min(1), ent
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseManifest } from "./mod.ts";
  * const manifest = parseManifest(
  *   `{ "engines": { "e": { "command": ["deno", "run", "e.ts"], "protocol": 1, "answers": ["holds"] } } }`,
  *   "/srv/engines",
  * );
- * console.log(manifest.engines.e.cwd); // /srv/engines
+ * assert.equal(manifest.engines.e.cwd, "/srv/engines");
+ * // "deno" is the Deno running the host, never one found on PATH.
+ * assert.deepEqual(manifest.engines.e.command, [Deno.execPath(), "run", "e.ts"]);
+ * assert.throws(
+ *   () => parseManifest(`{ "engines": { "e": { "command": [], "protocol": 1 } } }`, "/"),
+ *   /engines\.e\.command: Too small/,
+ * );
  * ```
  */
 export function parseManifest(text: string, baseDir: string, source = "manifest"): Manifest {
@@ -155,16 +163,9 @@ export function parseManifest(text: string, baseDir: string, source = "manifest"
 }
 
 /**
- * Reads and parses a manifest file.
+ * Reads and parses a manifest file; relative `cwd` values resolve against the file's directory.
  *
  * @throws {EngineError} with code `manifest` when the file cannot be read or is invalid.
- *
- * @example
- * ```ts ignore
- * import { loadManifest } from "./mod.ts";
- * const manifest = await loadManifest("engine/examples/manifest.jsonc");
- * console.log(Object.keys(manifest.engines)); // ["explorer"]
- * ```
  */
 export async function loadManifest(path: string): Promise<Manifest> {
   let text: string;
@@ -182,9 +183,15 @@ export async function loadManifest(path: string): Promise<Manifest> {
  * @throws {EngineError} with code `manifest` listing the names there are.
  *
  * @example
- * ```ts ignore
- * import { loadManifest, manifestEntry } from "./mod.ts";
- * const entry = manifestEntry(await loadManifest("engines.jsonc"), "explorer");
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { manifestEntry, parseManifest } from "./mod.ts";
+ * const manifest = parseManifest(
+ *   `{ "engines": { "explorer": { "command": ["./explorer"], "protocol": 1, "answers": ["holds"] } } }`,
+ *   "/srv/engines",
+ * );
+ * assert.deepEqual(manifestEntry(manifest, "explorer").answers, ["holds"]);
+ * assert.throws(() => manifestEntry(manifest, "explore"), /no such engine in the manifest \(it has: explorer\)/);
  * ```
  */
 export function manifestEntry(manifest: Manifest, name: string): EngineEntry {

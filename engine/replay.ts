@@ -42,9 +42,12 @@ const MOVE = /^([^\s@,]+)@([^\s@,]+)$/;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseSchedule } from "./mod.ts";
  * const parsed = parseSchedule("step 1: read@alice first of read@alice, read@bob");
- * console.log(parsed.ok && parsed.steps[0].move); // { token: "read", node: "alice" }
+ * assert.deepEqual(parsed.ok && parsed.steps[0].move, { token: "read", node: "alice" });
+ * const skipped = parseSchedule("step 2: read@alice first of read@alice");
+ * assert.deepEqual(skipped, { ok: false, message: "line 1 is numbered 2, expected 1" });
  * ```
  */
 export function parseSchedule(text: string): ParsedSchedule {
@@ -80,9 +83,10 @@ export function parseSchedule(text: string): ParsedSchedule {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { formatSchedule } from "./mod.ts";
  * const move = { token: "read", node: "alice" };
- * console.log(formatSchedule([{ move, enabled: [move] }])); // step 1: read@alice first of read@alice
+ * assert.equal(formatSchedule([{ move, enabled: [move] }]), "step 1: read@alice first of read@alice");
  * ```
  */
 export function formatSchedule(steps: readonly Step[]): string {

@@ -7,6 +7,18 @@
  * @module
  */
 import { z } from "zod";
+import {
+  BOUND_NAMES,
+  CLAIMS,
+  DRAW_MODES,
+  ERROR_CODES,
+  FREE_PARTS,
+  MODEL_FORM_PATTERN,
+  QUESTION_KINDS,
+  STRENGTHS,
+  WITNESS_KINDS,
+} from "./enums.ts";
+import { notificationSchema, RequestIdSchema, requestSchema, responseSchema } from "./jsonrpc.ts";
 import type {
   Bound,
   Budget,
@@ -22,38 +34,8 @@ import type {
   Witness,
 } from "./types.ts";
 
-const id = z.number().int().min(1);
+const id = RequestIdSchema;
 const count = z.number().int().min(0);
-
-export const QUESTION_KINDS = [
-  "evaluate",
-  "outcomes",
-  "holds",
-  "sensitive",
-  "satisfiable",
-  "sweep",
-  "compute",
-] as const;
-export const CLAIMS = [
-  "none",
-  "holds",
-  "violated",
-  "sensitive",
-  "value",
-  "table",
-  "outcomes",
-  "satisfiable",
-  "unsatisfiable",
-  "unbounded",
-] as const;
-/** Weakest first; the index is the order the verdict rules compare by. */
-export const STRENGTHS = ["not covered", "observed", "witnessed", "bounded", "proved"] as const;
-export const BOUND_NAMES = ["depth", "steps", "runs", "memory"] as const;
-export const WITNESS_KINDS = ["schedule", "assignment", "none"] as const;
-export const ERROR_CODES = ["unsupported", "budget", "internal"] as const;
-
-/** `graphs:<n>` takes a positive integer without a leading zero. */
-export const MODEL_FORM_PATTERN = /^(?:sources|rdf|graphs:[1-9][0-9]*)$/;
 
 const questionKind = z.enum(QUESTION_KINDS);
 const strength = z.enum(STRENGTHS);
@@ -81,9 +63,9 @@ export const QuestionSchema: z.ZodType<Question> = z.strictObject({
   subjectKind: z.string().optional(),
   schedule: z.string(),
   modelSeed: count.optional(),
-  draws: z.enum(["min", "max", "average"]).optional(),
+  draws: z.enum(DRAW_MODES).optional(),
   clockStep: z.number().gt(0).optional(),
-  free: z.array(z.enum(["schedule", "inputs"])),
+  free: z.array(z.enum(FREE_PARTS)),
   condition: condition.optional(),
   conditions: z.array(z.strictObject({
     name: z.string(),
@@ -200,8 +182,6 @@ export const ProgressSchema: z.ZodType<Progress> = z.strictObject({
   text: z.string().optional(),
 });
 
-const jsonrpc = z.literal("2.0");
-
 export const DescribeParamsSchema: z.ZodType<{ protocols: number[] }> = z.strictObject({
   protocols: z.array(z.number().int().min(1)).min(1),
 });
@@ -220,37 +200,24 @@ export const RunParamsSchema: z.ZodType<
 
 /** A host message: one of the three requests or a `cancel` notification. */
 export const HostMessageSchema = z.discriminatedUnion("method", [
-  z.strictObject({
-    jsonrpc,
-    id,
-    method: z.literal("describe"),
-    params: DescribeParamsSchema,
-  }),
-  z.strictObject({ jsonrpc, id, method: z.literal("covers"), params: CoversParamsSchema }),
-  z.strictObject({ jsonrpc, id, method: z.literal("run"), params: RunParamsSchema }),
-  z.strictObject({ jsonrpc, method: z.literal("cancel"), params: z.strictObject({ id }) }),
+  requestSchema("describe", DescribeParamsSchema),
+  requestSchema("covers", CoversParamsSchema),
+  requestSchema("run", RunParamsSchema),
+  notificationSchema("cancel", z.strictObject({ id })),
 ]);
+/** A validated host message. */
 export type HostMessage = z.infer<typeof HostMessageSchema>;
 
 /**
- * A response envelope. The `result` is checked afterwards against the schema of the method it
- * answers, which only the host's pending request knows.
+ * An engine's response envelope. The `result` is checked afterwards against the schema of the
+ * method it answers, which only the host's pending request knows.
  */
-export const ResponseSchema = z.strictObject({
-  jsonrpc,
-  id,
-  result: z.unknown().optional(),
-  error: ErrorObjectSchema.optional(),
-}).refine((r) => ("result" in r) !== ("error" in r), {
-  message: "a response carries exactly one of result and error",
-});
-export type Response = z.infer<typeof ResponseSchema>;
+export const EngineResponseSchema = responseSchema(ErrorObjectSchema);
+/** A validated response envelope (named so as not to shadow the global `Response`). */
+export type EngineResponse = z.infer<typeof EngineResponseSchema>;
 
-export const ProgressNotificationSchema = z.strictObject({
-  jsonrpc,
-  method: z.literal("progress"),
-  params: ProgressSchema,
-});
+/** A `progress` notification from the engine. */
+export const ProgressNotificationSchema = notificationSchema("progress", ProgressSchema);
 
 /** The results each request method answers with. */
 export const RESULT_SCHEMAS = {
@@ -258,40 +225,3 @@ export const RESULT_SCHEMAS = {
   covers: CoversResultSchema,
   run: ResultSchema,
 } as const;
-
-/** The outcome of a validation: the value, or a message naming each problem by its path. */
-export type Checked<T> = { ok: true; value: T } | { ok: false; message: string };
-
-/**
- * Each schema's compiled twin, made on first use. `z.compile` generates a parser from the schema
- * itself, so the schemas above stay the only statement of the rules; a value the generated parser
- * refuses is parsed again by zod's runtime, so errors read the same. It is three to ten times as
- * fast as the runtime parser on the messages of the hot path (`tests/engine/schema_test.ts` holds
- * the two to the same answers on a corpus of valid and invalid messages).
- */
-const compiled = new WeakMap<z.ZodType, z.ZodType>();
-
-/** The compiled twin of `schema`. */
-export function compiledSchema<T>(schema: z.ZodType<T>): z.ZodType<T> {
-  let fast = compiled.get(schema) as z.ZodType<T> | undefined;
-  if (!fast) {
-    fast = z.compile(schema);
-    compiled.set(schema, fast);
-  }
-  return fast;
-}
-
-/** Validates `value` and words any failure as `path: problem; ...` under `label`. */
-export function check<T>(schema: z.ZodType<T>, value: unknown, label: string): Checked<T> {
-  const parsed = compiledSchema(schema).safeParse(value);
-  if (parsed.success) return { ok: true, value: parsed.data };
-  return { ok: false, message: formatIssues(parsed.error, label) };
-}
-
-/** Words zod issues as `label.path: message`, joined by `; `. */
-export function formatIssues(error: z.ZodError, label: string): string {
-  return error.issues.map((issue) => {
-    const path = [label, ...issue.path.map(String)].filter((p) => p !== "").join(".");
-    return `${path || "(root)"}: ${issue.message}`;
-  }).join("; ");
-}

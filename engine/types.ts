@@ -1,44 +1,38 @@
 /**
  * Plain TypeScript shapes of External Engine Protocol v1. The zod schemas that enforce them live
- * in `schema.ts` and stay internal, so the public API has no zod types in it.
+ * in `schema.ts` and stay internal, so the public API has no zod types in it; the enumerations
+ * come from `enums.ts`, which the schemas use too.
  *
  * @module
  */
+import type {
+  BOUND_NAMES,
+  CLAIMS,
+  DRAW_MODES,
+  ERROR_CODES,
+  FREE_PARTS,
+  QUESTION_KINDS,
+  STRENGTHS,
+  WITNESS_KINDS,
+} from "./enums.ts";
 
 /** A kind of question an engine can answer. */
-export type QuestionKind =
-  | "evaluate"
-  | "outcomes"
-  | "holds"
-  | "sensitive"
-  | "satisfiable"
-  | "sweep"
-  | "compute";
+export type QuestionKind = typeof QUESTION_KINDS[number];
 
 /** What a result claims. */
-export type Claim =
-  | "none"
-  | "holds"
-  | "violated"
-  | "sensitive"
-  | "value"
-  | "table"
-  | "outcomes"
-  | "satisfiable"
-  | "unsatisfiable"
-  | "unbounded";
+export type Claim = typeof CLAIMS[number];
 
 /** How strong a claim is, weakest first: `not covered` < `observed` < `witnessed` < `bounded` < `proved`. */
-export type Strength = "not covered" | "observed" | "witnessed" | "bounded" | "proved";
+export type Strength = typeof STRENGTHS[number];
 
 /** The kind of witness an engine returns. */
-export type WitnessKind = "schedule" | "assignment" | "none";
+export type WitnessKind = typeof WITNESS_KINDS[number];
 
 /** A bound an engine can take. */
-export type BoundName = "depth" | "steps" | "runs" | "memory";
+export type BoundName = typeof BOUND_NAMES[number];
 
 /** The code of an error response. */
-export type ErrorCode = "unsupported" | "budget" | "internal";
+export type ErrorCode = typeof ERROR_CODES[number];
 
 /** A model form: `sources`, `rdf` or `graphs:<version>`. */
 export type ModelForm = string;
@@ -139,11 +133,11 @@ export interface Question {
   /** Seed for the runs' modeled draws. */
   modelSeed?: number;
   /** How random-function draws resolve. */
-  draws?: "min" | "max" | "average";
+  draws?: typeof DRAW_MODES[number];
   /** Seconds per clock tick. */
   clockStep?: number;
   /** What is left free: the schedule, the inputs, or both. */
-  free: ("schedule" | "inputs")[];
+  free: typeof FREE_PARTS[number][];
   /** The condition asked about. */
   condition?: Condition;
   /** Condition sets. */

@@ -19,7 +19,7 @@
  * @module
  */
 import { parseSchedule } from "./replay.ts";
-import { STRENGTHS } from "./schema.ts";
+import { STRENGTHS } from "./enums.ts";
 import type { Bound, Claim, QuestionKind, Result, Strength, WitnessKind } from "./types.ts";
 
 /** The host's decision about one result, beside the engine's claim. */
@@ -51,8 +51,9 @@ export interface VerdictContext {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ADMITTED_CLAIMS } from "./mod.ts";
- * console.log(ADMITTED_CLAIMS.holds); // ["holds", "violated"]
+ * assert.deepEqual(ADMITTED_CLAIMS.holds, ["holds", "violated"]);
  * ```
  */
 export const ADMITTED_CLAIMS: Readonly<Record<QuestionKind, readonly Claim[]>> = {
@@ -74,12 +75,14 @@ const rank = (s: Strength) => STRENGTHS.indexOf(s);
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { adjudicate } from "./mod.ts";
  * const verdict = adjudicate(
  *   { claim: "holds", strength: "proved", bounds: [{ name: "depth", limit: 8, reached: true }] },
  *   { question: "holds", authority: "proved", witness: "schedule" },
  * );
- * console.log(verdict.strength, verdict.reason); // bounded, bound depth (limit 8) was reached
+ * assert.equal(verdict.strength, "bounded");
+ * assert.equal(verdict.reason, "bound depth (limit 8) was reached");
  * ```
  */
 export function adjudicate(result: Result, context: VerdictContext): Verdict {

@@ -11,7 +11,9 @@
  * @module
  */
 import { formatSchedule } from "../replay.ts";
-import { EngineFailure, type RunRequest, serveEngine } from "../serve.ts";
+import type { RunRequest } from "../dispatcher.ts";
+import { EngineFailure } from "../engine_failure.ts";
+import { serveEngine } from "../serve_engine.ts";
 import type { Bound, CoversResult, Model, Question, Result, Scalar, Value } from "../types.ts";
 import { type Limits, type Policy, search, type SearchReport } from "./explore.ts";
 import { compile, evaluate, type Expr, parseExpr, type Program } from "./graph_model.ts";

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { FLUSH_LINES, LineSplitter, LineWriter, readLines } from "../../engine/framing.ts";
+import { LineSplitter, readLines } from "../../engine/line_reader.ts";
+import { FLUSH_LINES, LineWriter } from "../../engine/line_writer.ts";
 
 function split(chunks: string[], max = 10) {
   const seen: string[] = [];

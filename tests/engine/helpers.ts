@@ -1,7 +1,35 @@
-import { fileURLToPath } from "node:url";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import type { EngineEntry } from "../../engine/mod.ts";
 
 const fixtures = fileURLToPath(new URL("./fixtures/", import.meta.url));
+
+/** The checkout's root directory. */
+export const root = fileURLToPath(new URL("../../", import.meta.url));
+
+/** The body of the first fenced block in `lang` after the heading that starts with `heading`. */
+export function fenced(markdown: string, heading: string, lang: string): string {
+  const section = markdown.slice(markdown.indexOf(`\n${heading}`));
+  const match = new RegExp("```" + lang + "\\n([\\s\\S]*?)\\n```").exec(section);
+  assert.ok(match, `no ${lang} block after ${heading}`);
+  return match[1];
+}
+
+/**
+ * Writes an import map into `dir` under which `@sandbar/sandbar/engine` is this checkout's engine,
+ * as a project that installed the package would see it; returns its path.
+ */
+export async function packageImportMap(dir: string): Promise<string> {
+  const config = JSON.parse(await Deno.readTextFile(join(root, "deno.json")));
+  const imports = {
+    ...config.imports,
+    "@sandbar/sandbar/engine": pathToFileURL(join(root, "engine/mod.ts")).href,
+  };
+  const path = join(dir, "import_map.json");
+  await Deno.writeTextFile(path, JSON.stringify({ imports }));
+  return path;
+}
 
 /** A manifest entry for the rogue fixture in `mode`, matching what that fixture describes. */
 export function rogue(mode: string, overrides: Partial<EngineEntry> = {}): EngineEntry {

@@ -8,16 +8,16 @@ import assert from "node:assert/strict";
 import { z } from "zod";
 import {
   BudgetSchema,
-  compiledSchema,
   CoversResultSchema,
   DescriptionSchema,
+  EngineResponseSchema,
   HostMessageSchema,
   ModelSchema,
   ProgressNotificationSchema,
   QuestionSchema,
-  ResponseSchema,
   ResultSchema,
 } from "../../engine/schema.ts";
+import { compiledSchema } from "../../engine/validate.ts";
 
 const question = {
   kind: "sweep",
@@ -100,8 +100,8 @@ const corpus: [string, z.ZodType<unknown>, unknown][] = [
     params: { protocols: [1, 2] },
   }],
   ["cancel", HostMessageSchema, { jsonrpc: "2.0", method: "cancel", params: { id: 4 } }],
-  ["result response", ResponseSchema, { jsonrpc: "2.0", id: 5, result: { covers: true } }],
-  ["error response", ResponseSchema, {
+  ["result response", EngineResponseSchema, { jsonrpc: "2.0", id: 5, result: { covers: true } }],
+  ["error response", EngineResponseSchema, {
     jsonrpc: "2.0",
     id: 6,
     error: { code: "budget", message: "m" },

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import {
-  check,
   DescriptionSchema,
+  EngineResponseSchema,
   HostMessageSchema,
-  ResponseSchema,
   ResultSchema,
 } from "../../engine/schema.ts";
+import { check } from "../../engine/validate.ts";
 
 const description = { name: "e", version: "1", protocol: 1, answers: ["holds"] };
 
@@ -26,12 +26,15 @@ Deno.test("model forms: sources, rdf and graphs:<n> without a leading zero", () 
 
 Deno.test("a response carries exactly one of result and error", () => {
   const error = { code: "internal", message: "x" };
-  assert.equal(check(ResponseSchema, { jsonrpc: "2.0", id: 1, result: {} }, "r").ok, true);
-  assert.equal(check(ResponseSchema, { jsonrpc: "2.0", id: 1, error }, "r").ok, true);
-  assert.equal(check(ResponseSchema, { jsonrpc: "2.0", id: 1 }, "r").ok, false);
-  assert.equal(check(ResponseSchema, { jsonrpc: "2.0", id: 1, result: {}, error }, "r").ok, false);
-  assert.equal(check(ResponseSchema, { jsonrpc: "2.0", id: 0, result: {} }, "r").ok, false);
-  assert.equal(check(ResponseSchema, { jsonrpc: "1.0", id: 1, result: {} }, "r").ok, false);
+  assert.equal(check(EngineResponseSchema, { jsonrpc: "2.0", id: 1, result: {} }, "r").ok, true);
+  assert.equal(check(EngineResponseSchema, { jsonrpc: "2.0", id: 1, error }, "r").ok, true);
+  assert.equal(check(EngineResponseSchema, { jsonrpc: "2.0", id: 1 }, "r").ok, false);
+  assert.equal(
+    check(EngineResponseSchema, { jsonrpc: "2.0", id: 1, result: {}, error }, "r").ok,
+    false,
+  );
+  assert.equal(check(EngineResponseSchema, { jsonrpc: "2.0", id: 0, result: {} }, "r").ok, false);
+  assert.equal(check(EngineResponseSchema, { jsonrpc: "1.0", id: 1, result: {} }, "r").ok, false);
 });
 
 Deno.test("integer minimums and RFC 3339 deadlines in run params", () => {

@@ -13,8 +13,9 @@ import type { Description } from "./types.ts";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { SERVED_PROTOCOLS } from "./mod.ts";
- * console.log(SERVED_PROTOCOLS); // [1]
+ * assert.deepEqual(SERVED_PROTOCOLS, [1]);
  * ```
  */
 export const SERVED_PROTOCOLS: readonly number[] = [1];
@@ -24,6 +25,7 @@ export const SERVED_PROTOCOLS: readonly number[] = [1];
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { descriptionMismatches, type EngineEntry } from "./mod.ts";
  * const entry: EngineEntry = {
  *   name: "e", command: ["e"], cwd: "/", env: {}, protocol: 1, answers: ["holds"],
@@ -31,7 +33,9 @@ export const SERVED_PROTOCOLS: readonly number[] = [1];
  * const problems = descriptionMismatches(entry, {
  *   name: "e", version: "1", protocol: 1, answers: ["holds", "sweep"],
  * });
- * console.log(problems); // ["answers: the manifest says [holds], the engine says [holds, sweep] (unexpected sweep)"]
+ * assert.deepEqual(problems, [
+ *   "answers: the manifest says [holds], the engine says [holds, sweep] (unexpected sweep)",
+ * ]);
  * ```
  */
 export function descriptionMismatches(entry: EngineEntry, description: Description): string[] {

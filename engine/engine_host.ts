@@ -4,12 +4,12 @@
  *
  * @module
  */
-import { type Diagnostic, RpcClient } from "./client.ts";
-import { descriptionMismatches, SERVED_PROTOCOLS } from "./compat.ts";
+import { type Diagnostic, RpcClient } from "./rpc_client.ts";
+import { descriptionMismatches, SERVED_PROTOCOLS } from "./handshake.ts";
 import { EngineError } from "./errors.ts";
 import { type EngineEntry, engineEnv } from "./manifest.ts";
-import { describeEnd, EngineProcess } from "./process.ts";
-import { BudgetSchema, check, ModelSchema, QuestionSchema } from "./schema.ts";
+import { describeEnd, EngineProcess } from "./engine_process.ts";
+import { BudgetSchema, ModelSchema, QuestionSchema } from "./schema.ts";
 import type {
   Bound,
   Budget,
@@ -20,6 +20,7 @@ import type {
   Question,
   Result,
 } from "./types.ts";
+import { check } from "./validate.ts";
 import { adjudicate, type Verdict } from "./verdict.ts";
 
 /** Limits and timeouts of a host. Every field has a default. */
@@ -64,15 +65,10 @@ export interface RunOutcome {
 }
 
 /**
- * A running engine behind External Engine Protocol v1.
- *
- * @example
- * ```ts ignore
- * import { EngineHost, loadManifest, manifestEntry } from "./mod.ts";
- * const manifest = await loadManifest("engines.jsonc");
- * await using host = await EngineHost.start(manifestEntry(manifest, "explorer"));
- * const { verdict } = await host.run(question, model, { depth: 20, deadline: "2030-01-01T00:00:00Z" });
- * ```
+ * A running engine behind External Engine Protocol v1: {@linkcode EngineHost.start} spawns it
+ * from a manifest entry and checks its Description; `covers` and `run` ask it questions. A
+ * complete program using it is under "Host from code" in `docs/engine.md` (run by
+ * `tests/engine/docs_test.ts`; an example here could not run without permission to spawn).
  */
 export class EngineHost implements AsyncDisposable {
   /** The manifest entry the engine was started from. */

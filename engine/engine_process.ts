@@ -1,12 +1,14 @@
 /**
- * The transport: one engine child process with piped stdio. It knows nothing of JSON-RPC; it
+ * The host side's transport: one engine child process with piped stdio. It knows nothing of JSON-RPC; it
  * delivers stdout lines, drains stderr into a bounded tail, writes lines to stdin, and ends the
  * process by escalation (close stdin, SIGTERM, SIGKILL), always awaiting the exit status so that
  * no zombie remains.
  *
  * @module
  */
-import { type LineSink, LineSplitter, LineWriter, readLines, TailBuffer } from "./framing.ts";
+import { type LineSink, LineSplitter, readLines } from "./line_reader.ts";
+import { LineWriter } from "./line_writer.ts";
+import { TailBuffer } from "./tail_buffer.ts";
 
 /** How to start an engine: argv without a shell, its directory and its environment. */
 export interface SpawnSpec {

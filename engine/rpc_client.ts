@@ -17,9 +17,11 @@
  * @module
  */
 import { EngineError } from "./errors.ts";
-import type { LineSink } from "./framing.ts";
-import { check, ProgressNotificationSchema, ResponseSchema, RESULT_SCHEMAS } from "./schema.ts";
+import { notificationLine, requestLine } from "./jsonrpc.ts";
+import type { LineSink } from "./line_reader.ts";
+import { EngineResponseSchema, ProgressNotificationSchema, RESULT_SCHEMAS } from "./schema.ts";
 import type { Progress } from "./types.ts";
+import { check } from "./validate.ts";
 import type { z } from "zod";
 
 /** A request method of the protocol. */
@@ -120,7 +122,7 @@ export class RpcClient {
     const entry: Pending = {
       id,
       method,
-      line: JSON.stringify({ jsonrpc: "2.0", id, method, params }),
+      line: requestLine(id, method, params),
       state: "queued",
       settle: Promise.withResolvers(),
       options,
@@ -221,8 +223,7 @@ export class RpcClient {
       return;
     }
     entry.state = "cancelled";
-    const cancel = JSON.stringify({ jsonrpc: "2.0", method: "cancel", params: { id: entry.id } });
-    this.options.send(cancel);
+    this.options.send(notificationLine("cancel", { id: entry.id }));
     entry.timers.push(setTimeout(() => this.options.onUnresponsive(), this.options.graceMs));
   }
 
@@ -274,7 +275,7 @@ export class RpcClient {
   }
 
   #response(message: { id?: unknown }, text: string): void {
-    const checked = check(ResponseSchema, message, "response");
+    const checked = check(EngineResponseSchema, message, "response");
     const id = checked.ok ? checked.value.id : message.id;
     const entry = typeof id === "number" ? this.#pending.get(id) : undefined;
     if (!checked.ok) {
