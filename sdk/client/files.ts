@@ -9,7 +9,7 @@
  */
 
 import { basename, dirname, join } from "node:path";
-import { ServerNotFoundError } from "../errors/index.ts";
+import { ServerNotFoundError } from "../errors/mod.ts";
 import type {
   DownloadResult,
   FileInfo,

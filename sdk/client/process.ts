@@ -13,7 +13,7 @@
  * @module
  */
 
-import { TimeoutError, ValidationError } from "../errors/index.ts";
+import { TimeoutError, ValidationError } from "../errors/mod.ts";
 import type {
   ProcessChunk,
   ProcessInfo,

@@ -4,7 +4,7 @@
  * @module
  */
 
-import { ConnectionError, errorFromResponse, ValidationError } from "../errors/index.ts";
+import { ConnectionError, errorFromResponse, ValidationError } from "../errors/mod.ts";
 import type { TerminalSession } from "../models/pty.ts";
 import { PtyConnection } from "./pty_connection.ts";
 import { type CallOptions, callRequest, type ServerTransport } from "./transport.ts";

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { ConnectionError, TimeoutError } from "../errors/index.ts";
+import { ConnectionError, TimeoutError } from "../errors/mod.ts";
 import type { TerminalExit, TerminalSession } from "../models/pty.ts";
 import { camelize } from "./wire.ts";
 

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { ServerCapabilities } from "../capabilities.ts";
+import type { ServerCapabilities } from "./server_capabilities.ts";
 import {
   ConnectionError,
   errorFromResponse,
@@ -14,7 +14,7 @@ import {
   SandboxError,
   TimeoutError,
   ValidationError,
-} from "../errors/index.ts";
+} from "../errors/mod.ts";
 import { ROUTES } from "./routes.ts";
 import { ndjson } from "./wire.ts";
 

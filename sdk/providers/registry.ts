@@ -5,7 +5,7 @@
  * @module
  */
 
-import { ValidationError } from "../errors/index.ts";
+import { ValidationError } from "../errors/mod.ts";
 import { LocalProvider } from "./local/index.ts";
 import type { ProviderCredentials, SandboxProvider } from "./types.ts";
 

@@ -9,7 +9,7 @@
  * @module
  */
 
-import { ValidationError } from "../errors/index.ts";
+import { ValidationError } from "../errors/mod.ts";
 import { SANDBOX_STATUSES, type SandboxStatus } from "../models/sandbox.ts";
 import type {
   ProviderCreateRequest,

@@ -5,12 +5,12 @@
  * @module
  */
 
-import type { ServerClient } from "../client/index.ts";
+import type { ServerClient } from "../client/server_client.ts";
 import {
   ConnectionError,
   ProviderFeatureNotSupportedError,
   ValidationError,
-} from "../errors/index.ts";
+} from "../errors/mod.ts";
 
 /** Options of `sandbox.startServer`. */
 export interface StartServerOptions {

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { ServerClient } from "../client/index.ts";
+import type { ServerClient } from "../client/server_client.ts";
 import type { PtyConnection } from "../client/pty_connection.ts";
 import type { TerminalExit, TerminalSession } from "../models/pty.ts";
 

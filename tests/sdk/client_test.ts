@@ -264,7 +264,7 @@ async function admitted<T>(call: () => Promise<T>): Promise<T> {
 }
 
 Deno.test("derivePtyUrl: port 9000 and gateway hosts map to the PTY port", async () => {
-  const { derivePtyUrl } = await import("../../sdk/mod.ts");
+  const { derivePtyUrl } = await import("../../sdk/client/server_client.ts");
   assert.equal(derivePtyUrl("http://127.0.0.1:9000"), "ws://127.0.0.1:9001");
   assert.equal(derivePtyUrl("https://9000-sb1.example.com"), "wss://9001-sb1.example.com");
   assert.equal(derivePtyUrl("http://9000-sb1.localhost:4000"), "ws://9001-sb1.localhost:4000");

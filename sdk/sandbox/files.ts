@@ -11,7 +11,7 @@
  */
 
 import type { FileInfo } from "../models/files.ts";
-import type { ModuleContext } from "./context.ts";
+import type { ModuleContext } from "./module_context.ts";
 import { WatchHandle } from "./watch_handle.ts";
 
 /** The data plane's base URL (port 9000 of the sandbox), for `uploadUrl` / `downloadUrl`. */

@@ -2,11 +2,11 @@
  * The `commands` module: shell commands in the sandbox, through the in-sandbox server's process
  * endpoints. Associated with the `shell` capability; not gated here (the server decides).
  *
- * Three verbs rather than a flag (pain point 6 of E2B / Daytona / Cloudflare users): `run`
+ * Three verbs rather than a flag: `run`
  * waits for the result, `stream` yields output as it comes, `start` leaves the command running
  * and returns a {@linkcode CommandHandle} that any process can reattach to with `connect(pid)`.
  *
- * Timeouts (pain point 1): `timeout` is the command's own deadline in seconds (default 60, `0`
+ * Timeouts: `timeout` is the command's own deadline in seconds (default 60, `0`
  * for none), enforced by the server (exit code 124, `timedOut: true`); the HTTP request is
  * given that deadline plus a margin, so a long command is never cut by a shorter client
  * timeout. It is unrelated to the sandbox's lifetime.
@@ -14,10 +14,10 @@
  * @module
  */
 
-import { ProviderFeatureNotSupportedError, ValidationError } from "../errors/index.ts";
+import { ProviderFeatureNotSupportedError, ValidationError } from "../errors/mod.ts";
 import type { ProcessChunk, ProcessInfo, ProcessResult } from "../models/process.ts";
 import { CommandHandle } from "./command_handle.ts";
-import type { ModuleContext } from "./context.ts";
+import type { ModuleContext } from "./module_context.ts";
 
 /** Options of `commands.run`, `stream` and `start`. */
 export interface CommandOptions {

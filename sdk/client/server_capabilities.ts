@@ -9,7 +9,7 @@ import {
   CapabilityNotSupportedError,
   EndpointNotAvailableError,
   PolicyDeniedError,
-} from "./errors/index.ts";
+} from "../errors/mod.ts";
 import type {
   DenialReason,
   EndpointInfo,
@@ -18,7 +18,7 @@ import type {
   GroupSummary,
   PathDecision,
   PathOperation,
-} from "./models/core.ts";
+} from "../models/core.ts";
 
 /** The capabilities document as the server sends it (snake_case). */
 export interface CapabilitiesDocumentWire {

@@ -6,19 +6,19 @@
  * @module
  */
 
-import { ServerClient } from "../client/index.ts";
+import { ServerClient } from "../client/server_client.ts";
 import type { CodeResult } from "../models/devtools.ts";
-import type { ServerCommand } from "../models/core.ts";
+import type { NamedCommand } from "../models/core.ts";
 import {
   ProviderFeatureNotSupportedError,
   SandboxNotFoundError,
   ValidationError,
-} from "../errors/index.ts";
+} from "../errors/mod.ts";
 import type { SandboxInfo, SandboxStatus } from "../models/sandbox.ts";
-import { CodeModule, type CodeRunOptions } from "../modules/code.ts";
-import { CommandsModule } from "../modules/commands.ts";
-import { FilesModule } from "../modules/files.ts";
-import { NetworkModule } from "../modules/network.ts";
+import { CodeModule, type CodeRunOptions } from "./code.ts";
+import { CommandsModule } from "./commands.ts";
+import { FilesModule } from "./files.ts";
+import { NetworkModule } from "./network.ts";
 import { resolveProvider } from "../providers/registry.ts";
 import type { SandboxHandle, SandboxProvider } from "../providers/types.ts";
 import {
@@ -304,7 +304,7 @@ export class Sandbox implements AsyncDisposable {
   }
 
   /** The named commands of the in-sandbox server (`GET /commands`). */
-  async listCommands(options: { serverPort?: number } = {}): Promise<ServerCommand[]> {
+  async listCommands(options: { serverPort?: number } = {}): Promise<NamedCommand[]> {
     return await this.#serverOn(options.serverPort ?? 9000).commands.list();
   }
 

@@ -12,7 +12,7 @@
  * @module
  */
 
-import { ValidationError } from "../errors/index.ts";
+import { ValidationError } from "../errors/mod.ts";
 
 /** What the network module reads from its sandbox. */
 export interface NetworkSource {

@@ -1,10 +1,18 @@
 /**
  * `client.commands`: the named commands a template registered on the server.
  *
+ * Words in the SDK, one meaning each: a *command* is a shell command line run in the sandbox
+ * (`sandbox.commands`, `CommandsModule`, `CommandHandle`); a *named command* is a
+ * function a template registered on the in-sandbox server, called by name with keyword
+ * arguments (this `NamedCommandsApi`, the `NamedCommand` model, `sandbox.run` and
+ * `sandbox.listCommands`). Only the public property names `sandbox.commands` (E2B's) and
+ * `client.commands` (the server's `commands` group) keep the bare word for both; every type and
+ * file says which one it means.
+ *
  * @module
  */
 
-import type { ServerCommand, ServerCommandArg } from "../models/core.ts";
+import type { NamedCommand, NamedCommandArg } from "../models/core.ts";
 import { type CallOptions, callRequest, type ServerTransport } from "./transport.ts";
 
 interface CommandWire {
@@ -13,8 +21,8 @@ interface CommandWire {
   args?: Record<string, { type: string; required?: boolean; description?: string }>;
 }
 
-function toCommand(raw: CommandWire): ServerCommand {
-  const args: Record<string, ServerCommandArg> = {};
+function toCommand(raw: CommandWire): NamedCommand {
+  const args: Record<string, NamedCommandArg> = {};
   for (const [name, a] of Object.entries(raw.args ?? {})) {
     args[name] = {
       type: a.type,
@@ -34,7 +42,7 @@ function toCommand(raw: CommandWire): ServerCommand {
  * const sum = await client.commands.run<number>("add", { a: 1, b: 2 });
  * ```
  */
-export class CommandsApi {
+export class NamedCommandsApi {
   readonly #t: ServerTransport;
 
   /** Made by `ServerClient`; not meant to be constructed directly. */
@@ -43,7 +51,7 @@ export class CommandsApi {
   }
 
   /** The registered commands, sorted by name. */
-  async list(options: CallOptions = {}): Promise<ServerCommand[]> {
+  async list(options: CallOptions = {}): Promise<NamedCommand[]> {
     const body = await this.#t.json<{ commands: CommandWire[] }>(
       "commands_list",
       callRequest(options),

@@ -4,12 +4,12 @@
  * @module
  */
 
-import { type CapabilitiesDocumentWire, ServerCapabilities } from "../capabilities.ts";
-import { ValidationError } from "../errors/index.ts";
+import { type CapabilitiesDocumentWire, ServerCapabilities } from "./server_capabilities.ts";
+import { ValidationError } from "../errors/mod.ts";
 import type { PathDecision, PathOperation } from "../models/core.ts";
 import { AgentsApi } from "./agents.ts";
 import { BrowserApi } from "./browser.ts";
-import { CommandsApi } from "./commands.ts";
+import { NamedCommandsApi } from "./named_commands.ts";
 import { DevtoolsApi } from "./devtools.ts";
 import { FilesApi } from "./files.ts";
 import { ProcessApi } from "./process.ts";
@@ -122,7 +122,7 @@ export class ServerClient {
   /** Headless Chromium: navigate, screenshot, content, click, type, evaluate, pdf, console. */
   readonly browser: BrowserApi;
   /** Named commands: list, run. */
-  readonly commands: CommandsApi;
+  readonly commands: NamedCommandsApi;
   /** The OpenAI-compatible agents group under `/v1/` (a thin pass-through). */
   readonly agents: AgentsApi;
 
@@ -159,7 +159,7 @@ export class ServerClient {
     this.system = new SystemApi(this.transport);
     this.devtools = new DevtoolsApi(this.transport);
     this.browser = new BrowserApi(this.transport);
-    this.commands = new CommandsApi(this.transport);
+    this.commands = new NamedCommandsApi(this.transport);
     this.agents = new AgentsApi(this.transport, token);
   }
 

@@ -6,8 +6,8 @@
  * @module
  */
 
-import { agentsMethodName } from "./client/agents.ts";
-import { ROUTES } from "./client/routes.ts";
+import { agentsMethodName } from "./agents.ts";
+import { ROUTES } from "./routes.ts";
 
 const SERVER_GROUPS: Readonly<Record<string, readonly string[]>> = {
   health: ["health"],

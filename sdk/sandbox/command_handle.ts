@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { ServerClient } from "../client/index.ts";
+import type { ServerClient } from "../client/server_client.ts";
 import type { ProcessChunk, ProcessInfo, ProcessResult } from "../models/process.ts";
 
 /**
