@@ -56,7 +56,7 @@ export type { StartServerOptions } from "./sandbox/start_server.ts";
 export type { SandboxTerminal } from "./sandbox/terminal.ts";
 export type { CommandOptions, CommandRunOptions, CommandsModule } from "./sandbox/commands.ts";
 export type { CommandHandle } from "./sandbox/command_handle.ts";
-export type { FilesModule } from "./sandbox/files.ts";
+export type { FileReadOptions, FilesModule, FileWriteEntry } from "./sandbox/files.ts";
 export type { WatchHandle } from "./sandbox/watch_handle.ts";
 export type { NetworkModule } from "./sandbox/network.ts";
 export type { CodeContext, CodeModule, CodeRunOptions } from "./sandbox/code.ts";

@@ -79,7 +79,7 @@ export interface FollowOptions {
 /** Seconds the HTTP request of a waiting call gets beyond the operation's own deadline. */
 const MARGIN_S = 10;
 
-/** The HTTP timeout (ms) for a call that waits `seconds` on the server; 0 (none) for none. */
+/** The HTTP timeout (s) for a call that waits `seconds` on the server; 0 (none) for none. */
 export function waitingRequestTimeout(
   clientTimeout: number,
   seconds: number | undefined,
@@ -87,7 +87,7 @@ export function waitingRequestTimeout(
 ): number {
   const s = seconds ?? serverDefault;
   if (s === 0 || clientTimeout === 0) return 0;
-  return Math.max(clientTimeout, (s + MARGIN_S) * 1000);
+  return Math.max(clientTimeout, s + MARGIN_S);
 }
 
 function commandBody(cmd: Command): Record<string, unknown> {

@@ -146,7 +146,7 @@ export class PtyApi {
         this.#token ? [SUBPROTOCOL, `sandbar.bearer.${this.#token}`] : [SUBPROTOCOL],
       );
     ws.binaryType = "arraybuffer";
-    const seconds = options.timeout ?? this.#t.timeout / 1000;
+    const seconds = options.timeout ?? this.#t.timeout;
     let ready: Record<string, unknown>;
     try {
       ready = await waitForReady(ws, seconds, options.signal);

@@ -179,9 +179,13 @@ export class ServerCapabilities {
     return info.reason ?? (info.enabled ? "missing_scope" : "endpoint_disabled");
   }
 
-  /** The rule code that switched the endpoint off (or on), or null. */
+  /**
+   * The rule code that disabled the endpoint, or null when it is enabled (or unknown). The rule
+   * that configured an enabled endpoint, if any, is in `info(endpoint).rule`.
+   */
   rule(endpoint: string): string | null {
-    return this.#endpoints.get(endpoint)?.rule ?? null;
+    const info = this.#endpoints.get(endpoint);
+    return info && !info.enabled ? info.rule : null;
   }
 
   /**

@@ -32,8 +32,8 @@ export interface CallOptions {
   /** Cancels the call (and closes its stream, for streaming calls). */
   signal?: AbortSignal;
   /**
-   * Milliseconds for this HTTP request, overriding the client's `timeout`; `0` means none.
-   * Not the operation's own `timeout` (which some methods take, in seconds, as the server does).
+   * Seconds for this HTTP request, overriding the client's `timeout`; `0` means none. Not the
+   * operation's own `timeout` (which some methods take, also in seconds, as the server does).
    */
   requestTimeout?: number;
 }
@@ -58,8 +58,8 @@ export interface TransportRequest {
   /** Cancels the request (and the response body, for streams). */
   signal?: AbortSignal;
   /**
-   * Milliseconds for this request, overriding the client's `timeout`; `0` means none. For a
-   * stream, the timeout covers the wait for the response headers only.
+   * Seconds for this request, overriding the client's `timeout`; `0` means none. For a stream,
+   * the timeout covers the wait for the response headers only.
    */
   timeout?: number;
   /** The response is a stream read by the caller: the timeout stops at the headers. */
@@ -74,7 +74,7 @@ export interface ServerTransportOptions {
   token?: string | null;
   /** Extra headers on every request (for example a gateway's `X-Access-Token`). */
   headers?: HeadersInit;
-  /** Default per-request timeout in milliseconds. */
+  /** Default per-request timeout in seconds (`0`: none). */
   timeout: number;
   /** The `fetch` to use. */
   fetch?: FetchFunction;
@@ -166,7 +166,7 @@ export interface OpenResponse {
 export class ServerTransport {
   /** The server's base URL, without a trailing slash. */
   readonly baseUrl: string;
-  /** Default per-request timeout in milliseconds. */
+  /** Default per-request timeout in seconds (`0`: none). */
   readonly timeout: number;
 
   readonly #headers: Headers;
@@ -273,13 +273,14 @@ export class ServerTransport {
     const signal = req.signal
       ? AbortSignal.any([controller.signal, req.signal])
       : controller.signal;
-    const ms = req.timeout ?? this.timeout;
+    const seconds = req.timeout ?? this.timeout;
+    const ms = seconds * 1000;
     let timedOut = false;
     let timer: ReturnType<typeof setTimeout> | undefined = ms > 0 && Number.isFinite(ms)
       ? setTimeout(() => {
         timedOut = true;
         controller.abort(
-          new TimeoutError(`${method} ${url.pathname} (${endpoint}) took over ${ms} ms`),
+          new TimeoutError(`${method} ${url.pathname} (${endpoint}) took over ${seconds} s`),
         );
       }, ms)
       : undefined;

@@ -202,7 +202,7 @@ export class SandboxNotFoundError extends NotFoundError {
  * @example
  * ```ts
  * import { TimeoutError } from "./classes.ts";
- * new TimeoutError("GET /system/info took over 30000 ms").code; // "E5001"
+ * new TimeoutError("GET /system/info took over 30 s").code; // "E5001"
  * ```
  */
 export class TimeoutError extends SandboxError {
@@ -210,7 +210,7 @@ export class TimeoutError extends SandboxError {
   static override readonly code: string = "E5001";
   /** The suggestion used when the thrower gives none. */
   static override readonly defaultSuggestion: string =
-    "Raise the per-request `timeout` of the client (milliseconds; it is not the sandbox " +
+    "Raise the per-request `timeout` of the client (seconds; it is not the sandbox " +
     "lifetime), or pass a longer `timeout` to the operation itself.";
 }
 

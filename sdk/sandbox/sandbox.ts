@@ -21,7 +21,10 @@ import { FilesModule } from "./files.ts";
 import { NetworkModule } from "./network.ts";
 import { resolveProvider } from "../providers/registry.ts";
 import type { SandboxHandle, SandboxProvider } from "../providers/types.ts";
+import { checkOptions } from "../errors/option_checks.ts";
+import { FrozenSet } from "./frozen_set.ts";
 import {
+  CONNECTION_OPTIONS,
   createRequest,
   credentialsOf,
   lifetime,
@@ -77,13 +80,15 @@ export class Sandbox implements AsyncDisposable {
   readonly #capabilities: ReadonlySet<string>;
   #info: SandboxInfo;
   #server: ServerClient | undefined;
+  /** Set by `kill()`: every later data-plane call throws `SandboxNotFoundError` at once. */
+  #killed = false;
   readonly #clients = new Set<ServerClient>();
 
   private constructor(provider: SandboxProvider, handle: SandboxHandle) {
     this.#provider = provider;
     this.#handle = handle;
     this.#info = handle.info;
-    this.#capabilities = new Set(handle.capabilities);
+    this.#capabilities = new FrozenSet(handle.capabilities);
     const ctx = {
       sandboxId: handle.info.sandboxId,
       capabilities: this.#capabilities,
@@ -113,9 +118,12 @@ export class Sandbox implements AsyncDisposable {
    */
   static async create(
     template?: string | SandboxCreateOptions,
-    options: SandboxCreateOptions = {},
+    options?: SandboxCreateOptions,
   ): Promise<Sandbox> {
-    const opts = typeof template === "object" ? template : options;
+    if (typeof template === "object" && options !== undefined) {
+      throw new ValidationError("Sandbox.create: pass the options once, first or second");
+    }
+    const opts = (typeof template === "object" ? template : options) ?? {};
     const name = typeof template === "string" ? template : opts.template ?? "base";
     const request = createRequest(name, opts);
     const provider = resolveProvider(opts.provider, credentialsOf(opts));
@@ -130,6 +138,7 @@ export class Sandbox implements AsyncDisposable {
     sandboxId: string,
     options: SandboxConnectionOptions = {},
   ): Promise<Sandbox> {
+    checkOptions("Sandbox.connect", options, CONNECTION_OPTIONS);
     const provider = resolveProvider(options.provider, credentialsOf(options));
     return new Sandbox(provider, await provider.connect(sandboxId));
   }
@@ -145,6 +154,7 @@ export class Sandbox implements AsyncDisposable {
     sandboxId: string,
     options: SandboxConnectionOptions = {},
   ): Promise<boolean> {
+    checkOptions("Sandbox.killById", options, CONNECTION_OPTIONS);
     return await resolveProvider(options.provider, credentialsOf(options)).kill(sandboxId);
   }
 
@@ -168,7 +178,10 @@ export class Sandbox implements AsyncDisposable {
     return { ...this.#info };
   }
 
-  /** The sandbox's capability names (`code`, `files`, `shell`, `terminal`, `ports`, …). */
+  /**
+   * The sandbox's capability names (`code`, `files`, `shell`, `terminal`, `ports`, …), as a set
+   * that cannot change (`add`, `delete` and `clear` throw `TypeError`).
+   */
   get capabilities(): ReadonlySet<string> {
     return this.#capabilities;
   }
@@ -187,13 +200,55 @@ export class Sandbox implements AsyncDisposable {
     return this.#handle.portAddress(port, ws);
   }
 
-  /** The client of the sandbox's own server (port 9000), made once. */
+  /**
+   * The client of the sandbox's own server (port 9000), made once. After `kill()`, reading it
+   * throws `SandboxNotFoundError`.
+   */
   get server(): ServerClient {
     return this.#server ??= this.serverAt(9000);
   }
 
+  #killedError(): SandboxNotFoundError {
+    return new SandboxNotFoundError(`Sandbox ${this.id} was killed`, {
+      suggestion: "Create a new sandbox; a killed one cannot be used again.",
+    });
+  }
+
+  /**
+   * `fetch` for this sandbox's clients: when a request cannot reach the sandbox, ask the
+   * provider whether the sandbox still exists, so that a sandbox killed (here or from another
+   * process) answers `SandboxNotFoundError` rather than a bare connection failure.
+   */
+  #fetch = async (input: Request | URL | string, init?: RequestInit): Promise<Response> => {
+    try {
+      return await fetch(input, init);
+    } catch (e) {
+      if (init?.signal?.aborted) throw e;
+      throw (await this.#gone()) ?? e;
+    }
+  };
+
+  /** A `SandboxNotFoundError` when the provider no longer has this sandbox, else null. */
+  async #gone(): Promise<SandboxNotFoundError | null> {
+    try {
+      const info = await this.#provider.getInfo(this.id);
+      if (info.status !== "stopped") return null;
+      this.#info = info;
+    } catch (e) {
+      if (!(e instanceof SandboxNotFoundError)) return null;
+      this.#info = { ...this.#info, status: "stopped" };
+      return new SandboxNotFoundError(`Sandbox ${this.id} no longer exists (killed or expired)`, {
+        suggestion: "Create a new sandbox; a killed or expired one cannot be used again.",
+        cause: e,
+      });
+    }
+    return this.#killedError();
+  }
+
   /** A new client for a server on `port` inside the sandbox. */
   serverAt(port = 9000, options: ServerAtOptions = {}): ServerClient {
+    checkOptions("serverAt", options, ["token", "ptyPort", "timeout"]);
+    if (this.#killed) throw this.#killedError();
     const http = this.#address(port);
     const pty = this.#address(options.ptyPort ?? 9001, true);
     const token = options.token ??
@@ -202,7 +257,8 @@ export class Sandbox implements AsyncDisposable {
       token,
       headers: http.headers,
       ptyUrl: pty.url,
-      timeout: (options.timeout ?? 30) * 1000,
+      timeout: options.timeout ?? 30,
+      fetch: this.#fetch,
     });
     this.#clients.add(client);
     return client;
@@ -222,6 +278,7 @@ export class Sandbox implements AsyncDisposable {
     for (const client of this.#clients) await client.close();
     this.#clients.clear();
     this.#server = undefined;
+    this.#killed = true;
     if (this.#info.status === "stopped") return;
     await this.#provider.kill(this.id);
     this.#info = { ...this.#info, status: "stopped" };
@@ -279,6 +336,7 @@ export class Sandbox implements AsyncDisposable {
   async getTerminal(
     options: { cols?: number; rows?: number; shell?: string } = {},
   ): Promise<SandboxTerminal> {
+    checkOptions("getTerminal", options, ["cols", "rows", "shell"]);
     const server = this.server;
     const session = await server.pty.create({
       cols: options.cols ?? 80,
@@ -305,6 +363,7 @@ export class Sandbox implements AsyncDisposable {
 
   /** The named commands of the in-sandbox server (`GET /commands`). */
   async listCommands(options: { serverPort?: number } = {}): Promise<NamedCommand[]> {
+    checkOptions("listCommands", options, ["serverPort"]);
     return await this.#serverOn(options.serverPort ?? 9000).commands.list();
   }
 
@@ -320,6 +379,7 @@ export class Sandbox implements AsyncDisposable {
     if (typeof name !== "string" || name === "") {
       throw new ValidationError("name must be a command name");
     }
+    checkOptions("run", options, ["serverPort"]);
     return await this.#serverOn(options.serverPort ?? 9000).commands.run<T>(name, args);
   }
 

@@ -51,7 +51,7 @@ Deno.test("health is true for a live server and false, never throwing, for a clo
   await using server = await startTestServer();
   await using client = new ServerClient(server.url);
   assert.equal(await client.health(), true); // no token needed
-  await using dead = new ServerClient(`http://127.0.0.1:${closedPort()}`, { timeout: 2000 });
+  await using dead = new ServerClient(`http://127.0.0.1:${closedPort()}`, { timeout: 2 });
   assert.equal(await dead.health(), false);
   await dead.close();
   assert.equal(await dead.health(), false);
