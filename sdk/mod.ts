@@ -4,13 +4,20 @@
  * {@linkcode ENDPOINT_METHODS} (endpoint id → client methods).
  *
  * @example
- * ```ts ignore
- * import { ServerClient } from "@sandbar/sandbar/sdk";
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Sandbox, ServerClient } from "@sandbar/sandbar/sdk";
  *
- * await using client = new ServerClient("http://127.0.0.1:9000", { token: "…" });
- * const caps = await client.discover();
- * if (caps.can("shell")) console.log((await client.process.shell("uname -a")).stdout);
- * await client.files.upload("hello.txt", "hello");
+ * await using sandbox = await Sandbox.create();
+ * // Any server is reached the same way; here, the sandbox's own (its gateway wants these headers).
+ * await using client = new ServerClient(sandbox.server.baseUrl, {
+ *   headers: sandbox.network.getAccessHeaders(),
+ * });
+ * assert.equal(await client.health(), true);
+ * const caps = await sandbox.server.discover();
+ * if (caps.can("shell")) {
+ *   assert.equal((await sandbox.server.process.shell("echo hello")).stdout, "hello\n");
+ * }
  * ```
  *
  * @module

@@ -203,8 +203,12 @@ const COMPOUND: ReadonlyMap<string, string> = new Map([
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { agentsMethodName } from "./agents.ts";
- * agentsMethodName("agents_responses_input_items_list"); // "agents.responses.inputItems.list"
+ * assert.equal(
+ *   agentsMethodName("agents_responses_input_items_list"),
+ *   "agents.responses.inputItems.list",
+ * );
  * ```
  */
 export function agentsMethodName(id: string): string {

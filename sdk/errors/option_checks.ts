@@ -107,7 +107,7 @@ export const MAX_TIMEOUT_SECONDS = 86_400;
  * import { timeoutSeconds } from "./option_checks.ts";
  *
  * assert.equal(timeoutSeconds("timeout", 30), 30);
- * assert.throws(() => timeoutSeconds("timeout", 30_000), /looks like milliseconds/);
+ * assert.throws(() => timeoutSeconds("timeout", 120_000), /120000 looks like milliseconds/);
  * ```
  */
 export function timeoutSeconds(name: string, value: unknown, zero?: string): number {

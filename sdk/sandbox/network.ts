@@ -39,11 +39,6 @@ export class NetworkModule {
 
   /**
    * `{port}-{sandboxId}.{domain}`.
-   *
-   * @example
-   * ```ts ignore
-   * sandbox.network.getHost(3000); // "3000-k2x…q9.localhost:41005"
-   * ```
    */
   getHost(port: number): string {
     if (!Number.isInteger(port) || port < 1 || port > 65535) {

@@ -157,7 +157,7 @@ function optionalSize(name: string, value: unknown): number | undefined {
  *
  * assert.equal(createRequest("base", {}).timeout, 300);
  * assert.equal(createRequest("base", { httpTimeout: 90 }).requestTimeout, 90);
- * assert.throws(() => createRequest("base", { timeout: 60_000 }), /looks like milliseconds/);
+ * assert.throws(() => createRequest("base", { timeout: 300_000 }), /looks like milliseconds/);
  * ```
  */
 export function createRequest(
