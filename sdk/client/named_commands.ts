@@ -37,9 +37,22 @@ function toCommand(raw: CommandWire): NamedCommand {
  * Named commands: `GET /commands` and `POST /commands/<name>`.
  *
  * @example
- * ```ts ignore
- * const commands = await client.commands.list();
- * const sum = await client.commands.run<number>("add", { a: 1, b: 2 });
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Sandbox } from "@sandbar/sandbar";
+ *
+ * const commandsFile = await Deno.makeTempFile({ suffix: ".ts" });
+ * await Deno.writeTextFile(
+ *   commandsFile,
+ *   `export default (commands) => commands.register("add", {
+ *      args: { a: { type: "number", required: true }, b: { type: "number", required: true } },
+ *    }, ({ a, b }) => a + b);`,
+ * );
+ * await using sandbox = await Sandbox.create({ commandsFile });
+ * const client = sandbox.server;
+ * assert.deepEqual((await client.commands.list()).map((c) => c.name), ["add"]);
+ * assert.equal(await client.commands.run<number>("add", { a: 1, b: 2 }), 3);
+ * assert.equal(await sandbox.run<number>("add", { a: 2, b: 3 }), 5); // the same, from the sandbox
  * ```
  */
 export class NamedCommandsApi {

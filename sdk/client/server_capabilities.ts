@@ -103,12 +103,17 @@ function toInfo(id: string, raw: Record<string, unknown>): EndpointInfo {
  * {@linkcode PolicyDeniedError} without a request.
  *
  * @example
- * ```ts ignore
- * const caps = await client.discover();
- * if (caps.can("shell")) await client.process.shell("echo hi");
- * caps.denial("browser_navigate"); // "endpoint_disabled"
- * caps.rule("browser_navigate"); // "default:opt-in:browser"
- * caps.paths("files_list")?.allow; // ["/workspace"]
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Sandbox } from "@sandbar/sandbar";
+ *
+ * await using sandbox = await Sandbox.create({ policy: { endpoints: { terminal: false } } });
+ * const caps = await sandbox.server.discover();
+ * assert.equal(caps.can("shell"), true);
+ * assert.equal(caps.denial("pty_create"), "endpoint_disabled");
+ * assert.equal(caps.rule("pty_create"), "policy:endpoints.terminal");
+ * assert.equal(caps.rule("shell"), null); // enabled: no rule disabled it
+ * assert.equal(caps.denial("no_such_endpoint"), "unknown_endpoint");
  * ```
  */
 export class ServerCapabilities {

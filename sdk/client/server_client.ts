@@ -88,17 +88,17 @@ interface DecisionWire {
  * `ServerAPIError`s with the server's `serverCode`, `endpoint` and `rule`.
  *
  * @example
- * ```ts ignore
- * import { ServerClient } from "@sandbar/sandbar/sdk";
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { EndpointNotAvailableError, Sandbox, ServerClient } from "@sandbar/sandbar/sdk";
  *
- * await using client = new ServerClient("http://127.0.0.1:9000", {
- *   token: Deno.env.get("SVC_SERVER_TOKEN"),
- * });
- * if (await client.health()) {
- *   const caps = await client.discover(); // later calls fail fast on what it says is off
- *   console.log(caps.identityId, caps.available().length);
- *   console.log(await client.commands.list());
- * }
+ * await using sandbox = await Sandbox.create();
+ * const client: ServerClient = sandbox.server; // or new ServerClient(url, { token })
+ * assert.equal(await client.health(), true);
+ * const caps = await client.discover(); // later calls fail fast on what it says is off
+ * assert.ok(caps.available().includes("shell"));
+ * assert.equal(caps.can("browser_navigate"), false); // opt-in, off by default
+ * await assert.rejects(client.browser.content(), EndpointNotAvailableError); // no request made
  * ```
  */
 export class ServerClient {

@@ -158,9 +158,15 @@ export interface OpenResponse {
  * test) can make a raw call to any endpoint by id.
  *
  * @example
- * ```ts ignore
- * const transport = client.transport;
- * const info = await transport.json("system_info");
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Sandbox } from "@sandbar/sandbar";
+ *
+ * await using sandbox = await Sandbox.create(); // a local sandbox, killed at the end of scope
+ * const client = sandbox.server; // the typed client of its in-sandbox server
+ * // A raw call by endpoint id, for what the typed sub-APIs do not cover.
+ * const info = await client.transport.json<{ hostname: string }>("system_info");
+ * assert.equal(info.hostname, "sandbox");
  * ```
  */
 export class ServerTransport {

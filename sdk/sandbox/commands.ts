@@ -89,9 +89,15 @@ export class CommandsModule {
    * {@linkcode CommandHandle} at once.
    *
    * @example
-   * ```ts ignore
-   * const r = await sandbox.commands.run("ls -la /home/user");
-   * console.log(r.exitCode, r.stdout);
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { Sandbox } from "@sandbar/sandbar";
+   *
+   * await using sandbox = await Sandbox.create(); // a local sandbox, killed at the end of scope
+   * const r = await sandbox.commands.run("ls /home/user; exit 2");
+   * assert.equal(r.exitCode, 2); // a failing command is a result, not an error
+   * const bg = await sandbox.commands.run("sleep 60", { background: true, timeout: 0 });
+   * await bg.kill();
    * ```
    */
   run(cmd: string, options: CommandRunOptions & { background: true }): Promise<CommandHandle>;

@@ -55,14 +55,15 @@ export interface ServerAtOptions {
  * `docs/sdk/sandbox.md`.
  *
  * @example
- * ```ts ignore
+ * ```ts
+ * import assert from "node:assert/strict";
  * import { Sandbox } from "@sandbar/sandbar";
  *
  * await using sandbox = await Sandbox.create(); // killed when the scope ends
  * const r = await sandbox.commands.run("echo hello from $(hostname)");
- * console.log(r.stdout); // "hello from sandbox\n"
+ * assert.equal(r.stdout, "hello from sandbox\n");
  * await sandbox.files.write("/home/user/data.txt", "42");
- * console.log((await sandbox.runCode("print(open('data.txt').read())")).text); // "42"
+ * assert.equal((await sandbox.runCode("print(open('data.txt').read())")).text, "42");
  * ```
  */
 export class Sandbox implements AsyncDisposable {
@@ -112,8 +113,14 @@ export class Sandbox implements AsyncDisposable {
    * still runs.
    *
    * @example
-   * ```ts ignore
-   * const sandbox = await Sandbox.create("base", { timeout: 600, envs: { MODE: "test" } });
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { Sandbox } from "@sandbar/sandbar";
+   *
+   * await using sandbox = await Sandbox.create("base", { timeout: 600, envs: { MODE: "test" } });
+   * assert.equal((await sandbox.commands.run("echo $MODE")).stdout, "test\n");
+   * const info = await sandbox.refreshInfo();
+   * assert.ok(info.endAt !== null && info.endAt > new Date());
    * ```
    */
   static async create(
