@@ -4,117 +4,138 @@
  * {@linkcode ENDPOINT_METHODS} (endpoint id → client methods).
  *
  * @example
- * ```ts ignore
- * import { ServerClient } from "@sandbar/sandbar/sdk";
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Sandbox, ServerClient } from "@sandbar/sandbar/sdk";
  *
- * await using client = new ServerClient("http://127.0.0.1:9000", { token: "…" });
- * const caps = await client.discover();
- * if (caps.can("shell")) console.log((await client.process.shell("uname -a")).stdout);
- * await client.files.upload("hello.txt", "hello");
+ * await using sandbox = await Sandbox.create();
+ * // Any server is reached the same way; here, the sandbox's own (its gateway wants these headers).
+ * await using client = new ServerClient(sandbox.server.baseUrl, {
+ *   headers: sandbox.network.getAccessHeaders(),
+ * });
+ * assert.equal(await client.health(), true);
+ * const caps = await sandbox.server.discover();
+ * if (caps.can("shell")) {
+ *   assert.equal((await sandbox.server.process.shell("echo hello")).stdout, "hello\n");
+ * }
  * ```
  *
  * @module
  */
 
-export * from "./errors/index.ts";
-export type * from "./models/index.ts";
 export {
-  type CapabilitiesDocumentWire,
-  type PathChecker,
-  ServerCapabilities,
-} from "./capabilities.ts";
-export {
-  DEFAULT_TIMEOUT_MS,
-  derivePtyUrl,
-  ServerClient,
-  type ServerClientOptions,
-} from "./client/index.ts";
-export {
-  AgentsApi,
-  type AgentsAutomations,
-  type AgentsCrud,
-  type AgentsEnvironments,
-  type AgentsFiles,
-  type AgentsListOnly,
-  type AgentsMethod,
-  agentsMethodName,
-  type AgentsResponses,
-  type AgentsSessions,
-  type AgentsTurns,
-  type AgentsVaults,
-  type OpenAIClientOptions,
-} from "./client/agents.ts";
-export {
-  BrowserApi,
-  type NavigateOptions,
-  type PageWaitOptions,
-  type PdfOptions,
-  type TypeOptions,
-} from "./client/browser.ts";
-export { CommandsApi } from "./client/commands.ts";
-export {
-  type CodeLanguage,
-  DevtoolsApi,
-  type GitDiffOptions,
-  type RunCodeOptions,
-} from "./client/devtools.ts";
-export {
-  type ByteRange,
-  type DownloadOptions,
-  FilesApi,
-  type SearchOptions,
-  type UploadData,
-  type UploadOptions,
-  type WatchForOptions,
-  type WatchOptions,
-} from "./client/files.ts";
-export {
-  type Command,
-  type FollowOptions,
-  ProcessApi,
-  type RunOptions,
-  type RunStreamOptions,
-  type StartOptions,
-  waitingRequestTimeout,
-} from "./client/process.ts";
-export { PtyApi, type PtyConnectOptions, type PtyCreateOptions } from "./client/pty.ts";
-export { PtyConnection, stripAnsi } from "./client/pty_connection.ts";
-export { SystemApi } from "./client/system.ts";
-export {
-  type CallOptions,
-  callRequest,
-  endpointUrl,
-  type FetchFunction,
-  type OpenResponse,
-  type QueryValue,
-  ServerTransport,
-  type ServerTransportOptions,
-  type TransportRequest,
-} from "./client/transport.ts";
-export { ROUTES } from "./client/routes.ts";
-export { ENDPOINT_METHODS } from "./endpoint_methods.ts";
-export { Sandbox, type ServerAtOptions } from "./sandbox/index.ts";
+  AuthenticationError,
+  CapabilityNotSupportedError,
+  CommandNotFoundError,
+  ConflictError,
+  ConnectionError,
+  EndpointNotAvailableError,
+  FilePolicyDeniedError,
+  NotFoundError,
+  PayloadTooLargeError,
+  PermissionDeniedError,
+  PolicyDeniedError,
+  ProviderFeatureNotSupportedError,
+  RateLimitedError,
+  SandboxError,
+  type SandboxErrorOptions,
+  SandboxNotFoundError,
+  ServerAPIError,
+  type ServerAPIErrorOptions,
+  ServerAuthError,
+  ServerNotFoundError,
+  ServerTimeoutError,
+  ServerValidationError,
+  TimeoutError,
+  ValidationError,
+} from "./errors/mod.ts";
+export type * from "./models/mod.ts";
+export { SANDBOX_STATUSES, type SandboxInfo, SandboxStatus } from "./models/sandbox.ts";
+
+// A sandbox and its modules.
+export { Sandbox, type ServerAtOptions } from "./sandbox/sandbox.ts";
 export type {
   SandboxConnectionOptions,
   SandboxCreateOptions,
   SandboxListOptions,
 } from "./sandbox/options.ts";
 export type { StartServerOptions } from "./sandbox/start_server.ts";
-export { SandboxTerminal } from "./sandbox/terminal.ts";
-export { SANDBOX_STATUSES, type SandboxInfo, SandboxStatus } from "./models/sandbox.ts";
-export { type CommandOptions, type CommandRunOptions, CommandsModule } from "./modules/commands.ts";
-export { CommandHandle } from "./modules/command_handle.ts";
-export { type DataPlaneUrl, FilesModule } from "./modules/files.ts";
-export { WatchHandle, type WatchSource } from "./modules/watch_handle.ts";
-export { NetworkModule, type NetworkSource } from "./modules/network.ts";
-export { type CodeContext, CodeModule, type CodeRunOptions } from "./modules/code.ts";
-export type { ModuleContext } from "./modules/context.ts";
+export type { SandboxTerminal } from "./sandbox/terminal.ts";
+export type { CommandOptions, CommandRunOptions, CommandsModule } from "./sandbox/commands.ts";
+export type { CommandHandle } from "./sandbox/command_handle.ts";
+export type { FileReadOptions, FilesModule, FileWriteEntry } from "./sandbox/files.ts";
+export type { WatchHandle } from "./sandbox/watch_handle.ts";
+export type { NetworkModule } from "./sandbox/network.ts";
+export type { CodeContext, CodeModule, CodeRunOptions } from "./sandbox/code.ts";
+
+// The typed client of the in-sandbox server.
+export { ServerClient, type ServerClientOptions } from "./client/server_client.ts";
 export {
-  type ProviderFactory,
-  providerNames,
-  registerProvider,
-  resolveProvider,
-} from "./providers/registry.ts";
+  type CapabilitiesDocumentWire,
+  type PathChecker,
+  ServerCapabilities,
+} from "./client/server_capabilities.ts";
+export { ENDPOINT_METHODS } from "./client/endpoint_methods.ts";
+export type {
+  AgentsApi,
+  AgentsAutomations,
+  AgentsCrud,
+  AgentsEnvironments,
+  AgentsFiles,
+  AgentsListOnly,
+  AgentsMethod,
+  AgentsResponses,
+  AgentsSessions,
+  AgentsTurns,
+  AgentsVaults,
+  OpenAIClientOptions,
+} from "./client/agents.ts";
+export type {
+  BrowserApi,
+  NavigateOptions,
+  PageWaitOptions,
+  PdfOptions,
+  TypeOptions,
+} from "./client/browser.ts";
+export type { NamedCommandsApi } from "./client/named_commands.ts";
+export type {
+  CodeLanguage,
+  DevtoolsApi,
+  GitDiffOptions,
+  RunCodeOptions,
+} from "./client/devtools.ts";
+export type {
+  ByteRange,
+  DownloadOptions,
+  FilesApi,
+  SearchOptions,
+  UploadData,
+  UploadOptions,
+  WatchForOptions,
+  WatchOptions,
+} from "./client/files.ts";
+export type {
+  Command,
+  FollowOptions,
+  ProcessApi,
+  RunOptions,
+  RunStreamOptions,
+  StartOptions,
+} from "./client/process.ts";
+export type { PtyApi, PtyConnectOptions, PtyCreateOptions } from "./client/pty.ts";
+export type { PtyConnection } from "./client/pty_connection.ts";
+export type { SystemApi } from "./client/system.ts";
+export type {
+  CallOptions,
+  FetchFunction,
+  OpenResponse,
+  QueryValue,
+  ServerTransport,
+  TransportRequest,
+} from "./client/transport.ts";
+
+// Providers: where sandboxes run.
+export { type ProviderFactory, providerNames, registerProvider } from "./providers/registry.ts";
 export type {
   PortAddress,
   ProviderCreateRequest,

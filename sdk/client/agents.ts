@@ -4,7 +4,8 @@
  * server: `new OpenAI(client.agents.openaiOptions())` then `openai.beta.agents.*`.
  *
  * Every method takes the path ids first, in route order, then the JSON body (POST) or the
- * query (GET, DELETE), then {@linkcode CallOptions}:
+ * query (GET, DELETE), then {@linkcode CallOptions}. A sketch, not run as a test: it needs a
+ * model server behind the agents group.
  *
  * ```ts ignore
  * const agent = await client.agents.create({ model: "gpt-5", name: "helper" });
@@ -203,8 +204,12 @@ const COMPOUND: ReadonlyMap<string, string> = new Map([
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { agentsMethodName } from "./agents.ts";
- * agentsMethodName("agents_responses_input_items_list"); // "agents.responses.inputItems.list"
+ * assert.equal(
+ *   agentsMethodName("agents_responses_input_items_list"),
+ *   "agents.responses.inputItems.list",
+ * );
  * ```
  */
 export function agentsMethodName(id: string): string {
@@ -233,7 +238,7 @@ async function* sseEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<unkn
  * `agents.environments.*`, `agents.automations.*`, `agents.vaults.*`, `agents.models.*`,
  * `agents.responses.*`, `agents.files.*`. See the module doc for the argument order.
  *
- * @example
+ * @example A sketch, not run as a test: it needs a model server behind the agents group.
  * ```ts ignore
  * import OpenAI from "openai";
  * const openai = new OpenAI(client.agents.openaiOptions());

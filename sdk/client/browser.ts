@@ -46,12 +46,24 @@ export interface PdfOptions extends CallOptions {
  * The browser group: navigate, screenshot, content, click, type, evaluate, pdf, console.
  *
  * @example
- * ```ts ignore
- * await client.browser.navigate("http://127.0.0.1:8000/");
- * await client.browser.type("input[name=q]", "hello");
- * await client.browser.click("button[type=submit]");
- * const png = await client.browser.screenshot({ fullPage: true });
- * const title = await client.browser.evaluate<string>("document.title");
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Sandbox } from "@sandbar/sandbar";
+ *
+ * await using sandbox = await Sandbox.create({
+ *   policy: { endpoints: { browser: true }, url_allow: ["http://127.0.0.1:*"] },
+ * });
+ * await sandbox.files.write("/home/user/site/index.html", "<title>Hi</title><p>hello</p>");
+ * await sandbox.commands.start("python3 -m http.server 8000 -d /home/user/site", { timeout: 0 });
+ * const client = sandbox.server;
+ * while (!(await sandbox.commands.run("curl -sf http://127.0.0.1:8000/ >/dev/null")).success) {
+ *   await new Promise((r) => setTimeout(r, 100)); // until the page server listens
+ * }
+ * const page = await client.browser.navigate("http://127.0.0.1:8000/");
+ * assert.deepEqual([page.status, page.title], [200, "Hi"]);
+ * assert.equal(await client.browser.evaluate<string>("document.querySelector('p').textContent"), "hello");
+ * const png = await client.browser.screenshot();
+ * assert.deepEqual([...png.slice(1, 4)], [80, 78, 71]); // "PNG"
  * ```
  */
 export class BrowserApi {

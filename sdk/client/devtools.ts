@@ -42,10 +42,16 @@ export interface GitDiffOptions extends CallOptions {
  * The dev_tools group: runCode, gitStatus, gitDiff.
  *
  * @example
- * ```ts ignore
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Sandbox } from "@sandbar/sandbar";
+ *
+ * await using sandbox = await Sandbox.create(); // a local sandbox, killed at the end of scope
+ * const client = sandbox.server; // the typed client of its in-sandbox server
  * const r = await client.devtools.runCode("print(6 * 7)");
- * r.text; // "42"
- * const status = await client.devtools.gitStatus("app");
+ * assert.equal(r.text, "42");
+ * await client.process.shell("git init -q app");
+ * assert.equal((await client.devtools.gitStatus("app")).clean, true);
  * ```
  */
 export class DevtoolsApi {

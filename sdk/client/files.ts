@@ -9,7 +9,7 @@
  */
 
 import { basename, dirname, join } from "node:path";
-import { ServerNotFoundError } from "../errors/index.ts";
+import { ServerNotFoundError } from "../errors/mod.ts";
 import type {
   DownloadResult,
   FileInfo,
@@ -118,11 +118,16 @@ function rangeHeader(range: ByteRange | undefined): HeadersInit | undefined {
  * downloadLegacy (plus `downloadStream`). Paths are absolute or relative to the server's root.
  *
  * @example
- * ```ts ignore
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Sandbox } from "@sandbar/sandbar";
+ *
+ * await using sandbox = await Sandbox.create(); // a local sandbox, killed at the end of scope
+ * const client = sandbox.server; // the typed client of its in-sandbox server
  * await client.files.upload("notes/hello.txt", "hello");
- * console.log(await client.files.readText("notes/hello.txt")); // "hello"
- * for (const f of await client.files.list("notes")) console.log(f.name, f.size);
- * await client.files.uploadFile("./big.bin", "big.bin"); // streamed from disk
+ * assert.equal(await client.files.readText("notes/hello.txt"), "hello");
+ * const names = (await client.files.list("notes")).map((f) => f.name);
+ * assert.deepEqual(names, ["hello.txt"]);
  * ```
  */
 export class FilesApi {
@@ -230,8 +235,22 @@ export class FilesApi {
    * Changes under a path, as they happen, until the loop is left or `signal` aborts (the
    * connection is then closed and the server's watcher removed). Keepalives are not yielded.
    *
-   * ```ts ignore
-   * for await (const event of client.files.watch("src", { signal })) console.log(event.type);
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { Sandbox } from "@sandbar/sandbar";
+   *
+   * await using sandbox = await Sandbox.create(); // a local sandbox, killed at the end of scope
+   * const client = sandbox.server; // the typed client of its in-sandbox server
+   * await client.files.mkdir("src");
+   * const ready = Promise.withResolvers<void>();
+   * const first = (async () => {
+   *   for await (const event of client.files.watch("src", { onReady: ready.resolve })) {
+   *     if (event.path.endsWith("/a.txt")) return event; // writes go through a temp file first
+   *   }
+   * })();
+   * await ready.promise; // the watcher is in place: this write is seen
+   * await client.files.upload("src/a.txt", "a");
+   * assert.match((await first)!.path, /src\/a\.txt$/);
    * ```
    */
   async *watch(path: string, options: WatchOptions = {}): AsyncGenerator<WatchEvent> {

@@ -13,7 +13,7 @@
  * @module
  */
 
-import { TimeoutError, ValidationError } from "../errors/index.ts";
+import { TimeoutError, ValidationError } from "../errors/mod.ts";
 import type {
   ProcessChunk,
   ProcessInfo,
@@ -79,7 +79,7 @@ export interface FollowOptions {
 /** Seconds the HTTP request of a waiting call gets beyond the operation's own deadline. */
 const MARGIN_S = 10;
 
-/** The HTTP timeout (ms) for a call that waits `seconds` on the server; 0 (none) for none. */
+/** The HTTP timeout (s) for a call that waits `seconds` on the server; 0 (none) for none. */
 export function waitingRequestTimeout(
   clientTimeout: number,
   seconds: number | undefined,
@@ -87,7 +87,7 @@ export function waitingRequestTimeout(
 ): number {
   const s = seconds ?? serverDefault;
   if (s === 0 || clientTimeout === 0) return 0;
-  return Math.max(clientTimeout, (s + MARGIN_S) * 1000);
+  return Math.max(clientTimeout, s + MARGIN_S);
 }
 
 function commandBody(cmd: Command): Record<string, unknown> {
@@ -144,15 +144,22 @@ function base64(bytes: Uint8Array): string {
  * The process group.
  *
  * @example
- * ```ts ignore
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Sandbox } from "@sandbar/sandbar";
+ *
+ * await using sandbox = await Sandbox.create(); // a local sandbox, killed at the end of scope
+ * const client = sandbox.server; // the typed client of its in-sandbox server
  * const r = await client.process.shell("echo hi; exit 3");
- * r.stdout; // "hi\n"
- * r.exitCode; // 3
+ * assert.deepEqual([r.stdout, r.exitCode, r.success], ["hi\n", 3, false]);
+ * let out = "";
  * for await (const chunk of client.process.shellStream("for i in 1 2 3; do echo $i; done")) {
- *   if (chunk.type === "stdout") console.log(chunk.data);
+ *   if (chunk.type === "stdout") out += chunk.data;
  * }
- * const bg = await client.process.start(["python3", "-m", "http.server", "8000"]);
+ * assert.equal(out, "1\n2\n3\n");
+ * const bg = await client.process.start(["sleep", "60"]);
  * await client.process.kill(bg.pid);
+ * assert.equal((await client.process.wait(bg.pid)).signal, "SIGKILL");
  * ```
  */
 export class ProcessApi {

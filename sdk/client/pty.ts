@@ -4,7 +4,7 @@
  * @module
  */
 
-import { ConnectionError, errorFromResponse, ValidationError } from "../errors/index.ts";
+import { ConnectionError, errorFromResponse, ValidationError } from "../errors/mod.ts";
 import type { TerminalSession } from "../models/pty.ts";
 import { PtyConnection } from "./pty_connection.ts";
 import { type CallOptions, callRequest, type ServerTransport } from "./transport.ts";
@@ -47,11 +47,15 @@ function toSession(raw: unknown): TerminalSession {
  * {@linkcode PtyConnection} on the PTY port).
  *
  * @example
- * ```ts ignore
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Sandbox } from "@sandbar/sandbar";
+ *
+ * await using sandbox = await Sandbox.create(); // a local sandbox, killed at the end of scope
+ * const client = sandbox.server; // the typed client of its in-sandbox server
  * const term = await client.pty.create({ cols: 120, rows: 40 });
- * await using conn = await client.pty.connect(term.id);
- * conn.send("ls\r");
- * await conn.expect("$ ");
+ * assert.deepEqual([term.cols, term.rows], [120, 40]);
+ * assert.ok((await client.pty.list()).some((t) => t.id === term.id));
  * await client.pty.delete(term.id);
  * ```
  */
@@ -146,7 +150,7 @@ export class PtyApi {
         this.#token ? [SUBPROTOCOL, `sandbar.bearer.${this.#token}`] : [SUBPROTOCOL],
       );
     ws.binaryType = "arraybuffer";
-    const seconds = options.timeout ?? this.#t.timeout / 1000;
+    const seconds = options.timeout ?? this.#t.timeout;
     let ready: Record<string, unknown>;
     try {
       ready = await waitForReady(ws, seconds, options.signal);

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { ConnectionError, TimeoutError } from "../errors/index.ts";
+import { ConnectionError, TimeoutError } from "../errors/mod.ts";
 import type { TerminalExit, TerminalSession } from "../models/pty.ts";
 import { camelize } from "./wire.ts";
 
@@ -33,13 +33,18 @@ interface Waiter {
  * for text; `send` types, `resize` resizes; `exited` resolves when the shell ends.
  *
  * @example
- * ```ts ignore
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Sandbox } from "@sandbar/sandbar";
+ *
+ * await using sandbox = await Sandbox.create(); // a local sandbox, killed at the end of scope
+ * const client = sandbox.server; // the typed client of its in-sandbox server
  * const term = await client.pty.create({ cols: 100, rows: 30 });
  * await using conn = await client.pty.connect(term.id);
  * conn.send("echo hello\r");
  * await conn.expect("hello");
  * conn.send("exit 3\r");
- * console.log(await conn.exited); // { exitCode: 3, signal: null, reason: "exit" }
+ * assert.equal((await conn.exited)?.exitCode, 3);
  * ```
  */
 export class PtyConnection implements AsyncIterable<Uint8Array> {

@@ -15,10 +15,16 @@ const KEEP: ReadonlySet<string> = new Set(["versions", "managers", "load"]);
  * The system group: info, metrics, env, setEnv, ports, packages.
  *
  * @example
- * ```ts ignore
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Sandbox } from "@sandbar/sandbar";
+ *
+ * await using sandbox = await Sandbox.create(); // a local sandbox, killed at the end of scope
+ * const client = sandbox.server; // the typed client of its in-sandbox server
  * const info = await client.system.info();
- * console.log(info.os.prettyName, info.cpus.count, info.versions.python);
- * await client.system.setEnv({ API_URL: "http://127.0.0.1:8000", OLD: null });
+ * assert.ok(info.cpus.count >= 1);
+ * await client.system.setEnv({ API_URL: "http://127.0.0.1:8000" });
+ * assert.equal((await client.system.env()).API_URL, "http://127.0.0.1:8000");
  * ```
  */
 export class SystemApi {

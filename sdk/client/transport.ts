@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { ServerCapabilities } from "../capabilities.ts";
+import type { ServerCapabilities } from "./server_capabilities.ts";
 import {
   ConnectionError,
   errorFromResponse,
@@ -14,7 +14,7 @@ import {
   SandboxError,
   TimeoutError,
   ValidationError,
-} from "../errors/index.ts";
+} from "../errors/mod.ts";
 import { ROUTES } from "./routes.ts";
 import { ndjson } from "./wire.ts";
 
@@ -32,8 +32,8 @@ export interface CallOptions {
   /** Cancels the call (and closes its stream, for streaming calls). */
   signal?: AbortSignal;
   /**
-   * Milliseconds for this HTTP request, overriding the client's `timeout`; `0` means none.
-   * Not the operation's own `timeout` (which some methods take, in seconds, as the server does).
+   * Seconds for this HTTP request, overriding the client's `timeout`; `0` means none. Not the
+   * operation's own `timeout` (which some methods take, also in seconds, as the server does).
    */
   requestTimeout?: number;
 }
@@ -58,8 +58,8 @@ export interface TransportRequest {
   /** Cancels the request (and the response body, for streams). */
   signal?: AbortSignal;
   /**
-   * Milliseconds for this request, overriding the client's `timeout`; `0` means none. For a
-   * stream, the timeout covers the wait for the response headers only.
+   * Seconds for this request, overriding the client's `timeout`; `0` means none. For a stream,
+   * the timeout covers the wait for the response headers only.
    */
   timeout?: number;
   /** The response is a stream read by the caller: the timeout stops at the headers. */
@@ -74,7 +74,7 @@ export interface ServerTransportOptions {
   token?: string | null;
   /** Extra headers on every request (for example a gateway's `X-Access-Token`). */
   headers?: HeadersInit;
-  /** Default per-request timeout in milliseconds. */
+  /** Default per-request timeout in seconds (`0`: none). */
   timeout: number;
   /** The `fetch` to use. */
   fetch?: FetchFunction;
@@ -158,15 +158,21 @@ export interface OpenResponse {
  * test) can make a raw call to any endpoint by id.
  *
  * @example
- * ```ts ignore
- * const transport = client.transport;
- * const info = await transport.json("system_info");
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Sandbox } from "@sandbar/sandbar";
+ *
+ * await using sandbox = await Sandbox.create(); // a local sandbox, killed at the end of scope
+ * const client = sandbox.server; // the typed client of its in-sandbox server
+ * // A raw call by endpoint id, for what the typed sub-APIs do not cover.
+ * const info = await client.transport.json<{ hostname: string }>("system_info");
+ * assert.equal(info.hostname, "sandbox");
  * ```
  */
 export class ServerTransport {
   /** The server's base URL, without a trailing slash. */
   readonly baseUrl: string;
-  /** Default per-request timeout in milliseconds. */
+  /** Default per-request timeout in seconds (`0`: none). */
   readonly timeout: number;
 
   readonly #headers: Headers;
@@ -273,13 +279,14 @@ export class ServerTransport {
     const signal = req.signal
       ? AbortSignal.any([controller.signal, req.signal])
       : controller.signal;
-    const ms = req.timeout ?? this.timeout;
+    const seconds = req.timeout ?? this.timeout;
+    const ms = seconds * 1000;
     let timedOut = false;
     let timer: ReturnType<typeof setTimeout> | undefined = ms > 0 && Number.isFinite(ms)
       ? setTimeout(() => {
         timedOut = true;
         controller.abort(
-          new TimeoutError(`${method} ${url.pathname} (${endpoint}) took over ${ms} ms`),
+          new TimeoutError(`${method} ${url.pathname} (${endpoint}) took over ${seconds} s`),
         );
       }, ms)
       : undefined;

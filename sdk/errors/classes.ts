@@ -14,9 +14,14 @@
  * does the ordinary prototype check and then asks the {@linkcode ALSO_A} registry. Catch
  * either name:
  *
- * ```ts ignore
- * try { await client.files.list("/etc"); }
- * catch (e) { if (e instanceof PermissionDeniedError) { ... } } // FilePolicyDeniedError too
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { FilePolicyDeniedError, PermissionDeniedError, SandboxError } from "@sandbar/sandbar/sdk";
+ *
+ * const e = new FilePolicyDeniedError("/etc is outside the allowed paths", { status: 403 });
+ * assert.ok(e instanceof PermissionDeniedError); // the generic class
+ * assert.ok(e instanceof SandboxError); // and the base of them all
+ * assert.ok(!(new PermissionDeniedError("x") instanceof FilePolicyDeniedError)); // one way only
  * ```
  *
  * @module
@@ -49,12 +54,13 @@ const ordinaryInstanceOf = Function.prototype[Symbol.hasInstance];
  *
  * @example
  * ```ts
- * import { SandboxError } from "./classes.ts";
- * try {
- *   throw new SandboxError("Something failed", { suggestion: "Try again" });
- * } catch (e) {
- *   if (e instanceof SandboxError) console.log(e.code, e.suggestion, e.docsUrl);
- * }
+ * import assert from "node:assert/strict";
+ * import { SandboxError } from "@sandbar/sandbar/sdk";
+ *
+ * const e = new SandboxError("Something failed", { suggestion: "Try again" });
+ * assert.equal(e.code, "E0000");
+ * assert.equal(e.suggestion, "Try again");
+ * assert.equal(e.docsUrl, "https://jsr.io/@sandbar/sandbar/doc/sdk/~/SandboxError");
  * ```
  */
 export class SandboxError extends Error {
@@ -91,12 +97,6 @@ export class SandboxError extends Error {
 
 /**
  * Wrong or missing credentials. `ServerAuthError` is also one.
- *
- * @example
- * ```ts
- * import { AuthenticationError } from "./classes.ts";
- * new AuthenticationError("Invalid API key").code; // "E2001"
- * ```
  */
 export class AuthenticationError extends SandboxError {
   /** The stable error code of this class. */
@@ -108,12 +108,6 @@ export class AuthenticationError extends SandboxError {
 
 /**
  * An operation was refused for lack of permission. `FilePolicyDeniedError` is also one.
- *
- * @example
- * ```ts
- * import { PermissionDeniedError } from "./classes.ts";
- * new PermissionDeniedError("Cannot write /etc/passwd").code; // "E2003"
- * ```
  */
 export class PermissionDeniedError extends SandboxError {
   /** The stable error code of this class. */
@@ -126,12 +120,6 @@ export class PermissionDeniedError extends SandboxError {
 /**
  * Bad input: a value the API cannot accept (for example `sendSignal(pid, 2)`: only 15 and 9).
  * The server's 400 answers (`ServerValidationError`) are also one.
- *
- * @example
- * ```ts
- * import { ValidationError } from "./classes.ts";
- * new ValidationError("signal must be 15 or 9").code; // "E1001"
- * ```
  */
 export class ValidationError extends SandboxError {
   /** The stable error code of this class. */
@@ -144,12 +132,6 @@ export class ValidationError extends SandboxError {
 /**
  * A capability the sandbox does not have (E3004), for example running code without the `code`
  * capability. `EndpointNotAvailableError` is also one.
- *
- * @example
- * ```ts
- * import { CapabilityNotSupportedError } from "./classes.ts";
- * new CapabilityNotSupportedError("code is not enabled").code; // "E3004"
- * ```
  */
 export class CapabilityNotSupportedError extends SandboxError {
   /** The stable error code of this class. */
@@ -162,12 +144,6 @@ export class CapabilityNotSupportedError extends SandboxError {
 /**
  * Something named does not exist (a file, a process, a sandbox, a command). The server's 404s
  * (`ServerNotFoundError`, `CommandNotFoundError`) are also one.
- *
- * @example
- * ```ts
- * import { NotFoundError } from "./classes.ts";
- * new NotFoundError("No such file: /tmp/x").code; // "E4004"
- * ```
  */
 export class NotFoundError extends SandboxError {
   /** The stable error code of this class. */
@@ -179,12 +155,6 @@ export class NotFoundError extends SandboxError {
 
 /**
  * A sandbox id that no provider knows (never created, killed, or its lifetime ran out).
- *
- * @example
- * ```ts
- * import { SandboxNotFoundError } from "./classes.ts";
- * new SandboxNotFoundError("Sandbox sb-1 not found").code; // "E4010"
- * ```
  */
 export class SandboxNotFoundError extends NotFoundError {
   /** The stable error code of this class. */
@@ -198,30 +168,18 @@ export class SandboxNotFoundError extends NotFoundError {
 /**
  * A request or an operation took longer than its deadline. The message says which deadline:
  * the client's per-request `timeout`, or (`ServerTimeoutError`) a deadline the server applied.
- *
- * @example
- * ```ts
- * import { TimeoutError } from "./classes.ts";
- * new TimeoutError("GET /system/info took over 30000 ms").code; // "E5001"
- * ```
  */
 export class TimeoutError extends SandboxError {
   /** The stable error code of this class. */
   static override readonly code: string = "E5001";
   /** The suggestion used when the thrower gives none. */
   static override readonly defaultSuggestion: string =
-    "Raise the per-request `timeout` of the client (milliseconds; it is not the sandbox " +
+    "Raise the per-request `timeout` of the client (seconds; it is not the sandbox " +
     "lifetime), or pass a longer `timeout` to the operation itself.";
 }
 
 /**
  * The server could not be reached (refused, reset, DNS), or a server did not come up in time.
- *
- * @example
- * ```ts
- * import { ConnectionError } from "./classes.ts";
- * new ConnectionError("http://127.0.0.1:9 is unreachable").code; // "E6001"
- * ```
  */
 export class ConnectionError extends SandboxError {
   /** The stable error code of this class. */
@@ -235,12 +193,6 @@ export class ConnectionError extends SandboxError {
 /**
  * The provider has no such feature (E8004), for example named commands on a provider without
  * an HTTP data plane.
- *
- * @example
- * ```ts
- * import { ProviderFeatureNotSupportedError } from "./classes.ts";
- * new ProviderFeatureNotSupportedError("no data plane").code; // "E8004"
- * ```
  */
 export class ProviderFeatureNotSupportedError extends SandboxError {
   /** The stable error code of this class. */

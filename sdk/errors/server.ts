@@ -40,13 +40,6 @@ export interface ServerAPIErrorOptions extends SandboxErrorOptions {
 /**
  * Any error answer of the server (E9000); the base of the server error classes. An answer
  * with a machine code the SDK does not know, or a 5xx, is raised as this class itself.
- *
- * @example
- * ```ts
- * import { ServerAPIError } from "./server.ts";
- * const e = new ServerAPIError("Internal error", { status: 500 });
- * e.status; // 500
- * ```
  */
 export class ServerAPIError extends SandboxError {
   /** The stable error code of this class. */
@@ -83,9 +76,9 @@ export class ServerAPIError extends SandboxError {
  *
  * @example
  * ```ts
- * import { AuthenticationError } from "./classes.ts";
- * import { ServerAuthError } from "./server.ts";
- * new ServerAuthError("Invalid token", { status: 401 }) instanceof AuthenticationError; // true
+ * import assert from "node:assert/strict";
+ * import { AuthenticationError, ServerAuthError } from "@sandbar/sandbar/sdk";
+ * assert.ok(new ServerAuthError("Invalid token", { status: 401 }) instanceof AuthenticationError);
  * ```
  */
 export class ServerAuthError extends ServerAPIError {
@@ -100,13 +93,6 @@ export class ServerAuthError extends ServerAPIError {
 /**
  * The policy refused the call (E9002): a missing scope, a command, program, environment
  * variable, URL or language the policy does not allow. `scope` names the missing scope.
- *
- * @example
- * ```ts
- * import { PolicyDeniedError } from "./server.ts";
- * const e = new PolicyDeniedError("lacks scope", { status: 403, scope: "process:run" });
- * e.scope; // "process:run"
- * ```
  */
 export class PolicyDeniedError extends ServerAPIError {
   /** The stable error code of this class. */
@@ -133,9 +119,9 @@ export class PolicyDeniedError extends ServerAPIError {
  *
  * @example
  * ```ts
- * import { PermissionDeniedError } from "./classes.ts";
- * import { FilePolicyDeniedError } from "./server.ts";
- * new FilePolicyDeniedError("outside", { status: 403 }) instanceof PermissionDeniedError; // true
+ * import assert from "node:assert/strict";
+ * import { FilePolicyDeniedError, PermissionDeniedError } from "@sandbar/sandbar/sdk";
+ * assert.ok(new FilePolicyDeniedError("outside", { status: 403 }) instanceof PermissionDeniedError);
  * ```
  */
 export class FilePolicyDeniedError extends PolicyDeniedError {
@@ -148,13 +134,6 @@ export class FilePolicyDeniedError extends PolicyDeniedError {
 /**
  * The endpoint is off or unknown (E9003): 404 `endpoint_disabled`; `rule` names the layer
  * that switched it off. Also a {@linkcode CapabilityNotSupportedError}.
- *
- * @example
- * ```ts
- * import { EndpointNotAvailableError } from "./server.ts";
- * const e = new EndpointNotAvailableError("off", { status: 404, rule: "preset:readonly" });
- * e.rule; // "preset:readonly"
- * ```
  */
 export class EndpointNotAvailableError extends ServerAPIError {
   /** The stable error code of this class. */
@@ -167,12 +146,6 @@ export class EndpointNotAvailableError extends ServerAPIError {
 
 /**
  * The body or file is over a limit (E9004); `limit` is the limit in bytes.
- *
- * @example
- * ```ts
- * import { PayloadTooLargeError } from "./server.ts";
- * new PayloadTooLargeError("too big", { status: 413, limit: 1024 }).limit; // 1024
- * ```
  */
 export class PayloadTooLargeError extends ServerAPIError {
   /** The stable error code of this class. */
@@ -195,12 +168,6 @@ export class PayloadTooLargeError extends ServerAPIError {
 /**
  * A rate or concurrency limit is exhausted (E9005): 429 `rate_limited` or
  * `concurrency_limited`; `retryAfter` is the `Retry-After` header in seconds.
- *
- * @example
- * ```ts
- * import { RateLimitedError } from "./server.ts";
- * new RateLimitedError("slow down", { status: 429, retryAfter: 3 }).retryAfter; // 3
- * ```
  */
 export class RateLimitedError extends ServerAPIError {
   /** The stable error code of this class. */
@@ -222,12 +189,6 @@ export class RateLimitedError extends ServerAPIError {
 /**
  * The named command does not exist on the server (404 `command_not_found`, E9006). Also a
  * {@linkcode NotFoundError}.
- *
- * @example
- * ```ts
- * import { CommandNotFoundError } from "./server.ts";
- * new CommandNotFoundError("Command not found: x", { status: 404 }).status; // 404
- * ```
  */
 export class CommandNotFoundError extends ServerAPIError {
   /** The stable error code of this class. */
@@ -240,12 +201,6 @@ export class CommandNotFoundError extends ServerAPIError {
 /**
  * Something the request named does not exist on the server (404 `not_found`: a file, a
  * process, a terminal, or a route; E9007). Also a {@linkcode NotFoundError}.
- *
- * @example
- * ```ts
- * import { ServerNotFoundError } from "./server.ts";
- * new ServerNotFoundError("No such file", { status: 404 }).code; // "E9007"
- * ```
  */
 export class ServerNotFoundError extends ServerAPIError {
   /** The stable error code of this class. */
@@ -259,12 +214,6 @@ export class ServerNotFoundError extends ServerAPIError {
  * The server rejected the request's input (400: `invalid_request`, `invalid_arguments`,
  * `invalid_path`, `command_invalid`, `duplicate_parameter`, …; E9008). Also a
  * {@linkcode ValidationError}.
- *
- * @example
- * ```ts
- * import { ServerValidationError } from "./server.ts";
- * new ServerValidationError("bad", { status: 400, param: "path" }).param; // "path"
- * ```
  */
 export class ServerValidationError extends ServerAPIError {
   /** The stable error code of this class. */
@@ -277,12 +226,6 @@ export class ServerValidationError extends ServerAPIError {
 /**
  * The request conflicts with the server's state (409 `file_exists`, `conflict`; E9009), for
  * example an upload with `overwrite: false` onto an existing file.
- *
- * @example
- * ```ts
- * import { ConflictError } from "./server.ts";
- * new ConflictError("exists", { status: 409 }).code; // "E9009"
- * ```
  */
 export class ConflictError extends ServerAPIError {
   /** The stable error code of this class. */
@@ -295,12 +238,6 @@ export class ConflictError extends ServerAPIError {
 /**
  * A deadline the server applied ran out (504 `timeout`, E9010): the operation's own `timeout`
  * parameter, not the client's request timeout. Also a {@linkcode TimeoutError}.
- *
- * @example
- * ```ts
- * import { ServerTimeoutError } from "./server.ts";
- * new ServerTimeoutError("took too long", { status: 504 }).status; // 504
- * ```
  */
 export class ServerTimeoutError extends ServerAPIError {
   /** The stable error code of this class. */

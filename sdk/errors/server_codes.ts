@@ -47,8 +47,9 @@ export type ServerErrorClass = new (
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { SERVER_ERROR_CLASSES } from "./server_codes.ts";
- * SERVER_ERROR_CLASSES.path_not_allowed.name; // "FilePolicyDeniedError"
+ * assert.equal(SERVER_ERROR_CLASSES.path_not_allowed.name, "FilePolicyDeniedError");
  * ```
  */
 export const SERVER_ERROR_CLASSES: Readonly<Record<string, ServerErrorClass>> = {
@@ -148,13 +149,16 @@ function num(v: unknown): number | null {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { PolicyDeniedError } from "@sandbar/sandbar/sdk";
  * import { errorFromResponse } from "./server_codes.ts";
  * const e = errorFromResponse(
  *   403,
  *   { error: "lacks scope", type: "PolicyDeniedError", code: "missing_scope", scope: "files:read" },
  *   new Headers(),
  * );
- * e.name; // "PolicyDeniedError"
+ * assert.equal(e.name, "PolicyDeniedError");
+ * assert.equal((e as PolicyDeniedError).scope, "files:read");
  * ```
  */
 export function errorFromResponse(

@@ -90,7 +90,7 @@ export interface PathDecision {
 }
 
 /** One argument of a named command. */
-export interface ServerCommandArg {
+export interface NamedCommandArg {
   /** JSON type: `string`, `number`, `integer`, `boolean`, `object` or `array`. */
   type: string;
   /** Whether the call must give it. */
@@ -100,11 +100,11 @@ export interface ServerCommandArg {
 }
 
 /** A named command registered on the server (`GET /commands`). */
-export interface ServerCommand {
+export interface NamedCommand {
   /** The name in `POST /commands/<name>`. */
   name: string;
   /** One line. */
   description: string;
   /** Keyword arguments by name. */
-  args: Record<string, ServerCommandArg>;
+  args: Record<string, NamedCommandArg>;
 }

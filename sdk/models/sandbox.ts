@@ -17,8 +17,9 @@
  *
  * @example
  * ```ts
- * import { SandboxStatus } from "./sandbox.ts";
- * SandboxStatus.RUNNING; // "running"
+ * import assert from "node:assert/strict";
+ * import { SandboxStatus } from "@sandbar/sandbar/sdk";
+ * assert.equal(SandboxStatus.RUNNING, "running");
  * ```
  */
 export const SandboxStatus = {

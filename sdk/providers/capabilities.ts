@@ -31,8 +31,9 @@ export interface CapabilitiesDocumentLike {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { capabilityNames } from "./capabilities.ts";
- * capabilityNames({ endpoints: { run_code: { allowed: true, group: "dev_tools" } } }); // ["code"]
+ * assert.deepEqual(capabilityNames({ endpoints: { run_code: { allowed: true, group: "dev_tools" } } }), ["code"]);
  * ```
  */
 export function capabilityNames(doc: CapabilitiesDocumentLike): string[] {

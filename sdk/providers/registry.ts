@@ -5,7 +5,7 @@
  * @module
  */
 
-import { ValidationError } from "../errors/index.ts";
+import { ValidationError } from "../errors/mod.ts";
 import { LocalProvider } from "./local/index.ts";
 import type { ProviderCredentials, SandboxProvider } from "./types.ts";
 
@@ -18,10 +18,18 @@ const FACTORIES = new Map<string, ProviderFactory>([["local", () => new LocalPro
  * Register a provider under `name` (replacing one of the same name).
  *
  * @example
- * ```ts ignore
- * import { registerProvider, Sandbox } from "@sandbar/sandbar";
- * registerProvider("acme", (creds) => new AcmeProvider(creds.apiKey ?? Deno.env.get("ACME_KEY")));
- * await using sandbox = await Sandbox.create({ provider: "acme" });
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { LocalProvider, providerNames, registerProvider, Sandbox } from "@sandbar/sandbar";
+ *
+ * const home = await Deno.makeTempDir();
+ * registerProvider("scratch", () => new LocalProvider({ home }));
+ * assert.ok(providerNames().includes("scratch"));
+ * {
+ *   await using sandbox = await Sandbox.create({ provider: "scratch" });
+ *   assert.equal(sandbox.provider, "local");
+ * }
+ * await Deno.remove(home, { recursive: true });
  * ```
  */
 export function registerProvider(name: string, factory: ProviderFactory): void {

@@ -2,14 +2,20 @@
  * The options of `Sandbox.create`, `connect`, `list` and `killById`, and their validation.
  * Every bad value is refused with a `ValidationError` before anything starts.
  *
- * Units: every timeout of the `Sandbox` API is in seconds, as in the contract (`timeout` is the
- * sandbox's lifetime, `requestTimeout` bounds the create call only). The one exception is the
- * `ServerClient`'s own per-request `timeout` option, in milliseconds.
+ * Units: every timeout of the SDK is in seconds: `timeout` is the sandbox's lifetime,
+ * `requestTimeout` bounds the create call only (when absent: `httpTimeout`, else the
+ * `SANDBOX_HTTP_TIMEOUT` environment variable, else the provider's default), and the
+ * `ServerClient`'s `timeout` bounds one HTTP request. A value over 86400 is refused as
+ * probably milliseconds.
+ *
+ * Options that are not known are refused with the nearest known name (`timeoutMs` →
+ * `timeout`), never ignored.
  *
  * @module
  */
 
-import { ValidationError } from "../errors/index.ts";
+import { ValidationError } from "../errors/mod.ts";
+import { checkOptions, timeoutSeconds } from "../errors/option_checks.ts";
 import { SANDBOX_STATUSES, type SandboxStatus } from "../models/sandbox.ts";
 import type {
   ProviderCreateRequest,
@@ -21,7 +27,37 @@ import type {
 export interface SandboxConnectionOptions extends ProviderCredentials {
   /** A registered provider's name, or a provider; default `SANDBAR_PROVIDER`, else `local`. */
   provider?: string | SandboxProvider;
+  /**
+   * Seconds an HTTP call to the provider may take when the call has no `requestTimeout` of its
+   * own (default: the `SANDBOX_HTTP_TIMEOUT` environment variable, else the provider's own).
+   */
+  httpTimeout?: number;
 }
+
+const CREDENTIALS = ["apiKey", "apiUrl", "domain", "accessKeyId", "accessKeySecret"] as const;
+
+/** The options `connect` and `killById` know. */
+export const CONNECTION_OPTIONS: readonly string[] = ["provider", "httpTimeout", ...CREDENTIALS];
+
+/** The options `create` knows. */
+export const CREATE_OPTIONS: readonly string[] = [
+  ...CONNECTION_OPTIONS,
+  "template",
+  "timeout",
+  "requestTimeout",
+  "metadata",
+  "envs",
+  "cpu",
+  "memory",
+  "disk",
+  "gpu",
+  "secure",
+  "policy",
+  "commandsFile",
+];
+
+/** The options `list` knows. */
+export const LIST_OPTIONS: readonly string[] = [...CONNECTION_OPTIONS, "status", "limit", "offset"];
 
 /** Options of `Sandbox.create`. */
 export interface SandboxCreateOptions extends SandboxConnectionOptions {
@@ -75,9 +111,25 @@ function integerIn(name: string, value: unknown, min: number, max: number): numb
   return value;
 }
 
-/** A lifetime in seconds (1 to 86400). */
+/** A lifetime in seconds (1 to 86400); a larger number is refused as probably milliseconds. */
 export function lifetime(value: unknown, name = "timeout"): number {
+  if (typeof value === "number" && value > MAX_LIFETIME) timeoutSeconds(name, value);
   return integerIn(name, value, 1, MAX_LIFETIME);
+}
+
+/**
+ * The HTTP timeout of a provider call in seconds: `requestTimeout`, else `httpTimeout`, else
+ * `SANDBOX_HTTP_TIMEOUT`, else undefined (the provider's default).
+ */
+export function httpTimeout(
+  requestTimeout: unknown,
+  options: SandboxConnectionOptions,
+): number | undefined {
+  if (requestTimeout !== undefined) return timeoutSeconds("requestTimeout", requestTimeout);
+  if (options.httpTimeout !== undefined) return timeoutSeconds("httpTimeout", options.httpTimeout);
+  const env = Deno.env.get("SANDBOX_HTTP_TIMEOUT");
+  if (env === undefined || env.trim() === "") return undefined;
+  return timeoutSeconds("SANDBOX_HTTP_TIMEOUT", Number(env));
 }
 
 function stringMap(name: string, value: unknown): Record<string, string> {
@@ -96,18 +148,23 @@ function optionalSize(name: string, value: unknown): number | undefined {
 }
 
 /**
- * The provider request of `create`, validated, with the contract's defaults.
+ * The provider request of `create`, validated, with the defaults filled in.
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { createRequest } from "./options.ts";
- * createRequest("base", {}).timeout; // 300
+ *
+ * assert.equal(createRequest("base", {}).timeout, 300);
+ * assert.equal(createRequest("base", { httpTimeout: 90 }).requestTimeout, 90);
+ * assert.throws(() => createRequest("base", { timeout: 300_000 }), /looks like milliseconds/);
  * ```
  */
 export function createRequest(
   template: string,
   options: SandboxCreateOptions,
 ): ProviderCreateRequest {
+  checkOptions("Sandbox.create", options, CREATE_OPTIONS);
   if (typeof template !== "string" || template === "") {
     throw new ValidationError("template must be a non-empty string");
   }
@@ -116,10 +173,7 @@ export function createRequest(
       throw new ValidationError(`envs: ${JSON.stringify(name)} is not a valid variable`);
     }
   }
-  const requestTimeout = options.requestTimeout;
-  if (requestTimeout !== undefined && !(requestTimeout > 0 && requestTimeout <= 3600)) {
-    throw new ValidationError("requestTimeout must be seconds, above 0 and at most 3600");
-  }
+  const requestTimeout = httpTimeout(options.requestTimeout, options);
   if (options.gpu !== undefined && typeof options.gpu !== "string") {
     throw new ValidationError("gpu must be a string");
   }
@@ -146,6 +200,7 @@ export function createRequest(
 
 /** The list query, validated, with the contract's defaults. */
 export function listQuery(options: SandboxListOptions) {
+  checkOptions("Sandbox.list", options, LIST_OPTIONS);
   if (options.status !== undefined && !SANDBOX_STATUSES.includes(options.status)) {
     throw new ValidationError(
       `status must be one of ${SANDBOX_STATUSES.join(", ")}, got ${options.status}`,

@@ -5,12 +5,15 @@
  * @module
  */
 
-import type { ServerClient } from "../client/index.ts";
+import type { ServerClient } from "../client/server_client.ts";
 import {
   ConnectionError,
   ProviderFeatureNotSupportedError,
   ValidationError,
-} from "../errors/index.ts";
+} from "../errors/mod.ts";
+import { checkOptions, timeoutSeconds } from "../errors/option_checks.ts";
+
+const START_OPTIONS = ["port", "commands", "policy", "token", "env", "command", "wait", "timeout"];
 
 /** Options of `sandbox.startServer`. */
 export interface StartServerOptions {
@@ -69,8 +72,9 @@ export async function startServer(
   host: ServerHost,
   options: StartServerOptions,
 ): Promise<ServerClient> {
+  checkOptions("startServer", options, START_OPTIONS);
   const port = options.port ?? 9000;
-  const timeout = options.timeout ?? 30;
+  const timeout = timeoutSeconds("timeout", options.timeout ?? 30);
   if (!Number.isInteger(port) || port < 1 || port > 65534) {
     throw new ValidationError(`port must be an integer from 1 to 65534, got ${port}`);
   }
@@ -118,7 +122,7 @@ export async function startServer(
   if (options.wait === false) return client;
   const deadline = Date.now() + timeout * 1000;
   while (Date.now() < deadline) {
-    if (await client.health({ timeout: 2000 })) return client;
+    if (await client.health({ timeout: 2 })) return client;
     const info = await host.server.process.get(started.pid);
     if (!info.running) {
       const out = await host.server.process.output(started.pid);

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { ServerClient } from "../client/index.ts";
+import type { ServerClient } from "../client/server_client.ts";
 import type { PtyConnection } from "../client/pty_connection.ts";
 import type { TerminalExit, TerminalSession } from "../models/pty.ts";
 
@@ -14,7 +14,11 @@ import type { TerminalExit, TerminalSession } from "../models/pty.ts";
  * An interactive terminal.
  *
  * @example
- * ```ts ignore
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Sandbox } from "@sandbar/sandbar";
+ *
+ * await using sandbox = await Sandbox.create(); // a local sandbox, killed at the end of scope
  * await using term = await sandbox.getTerminal({ cols: 100, rows: 30 });
  * term.send("echo $((6 * 7))\r");
  * await term.expect("42");

@@ -43,13 +43,13 @@ Deno.test("process.shell: output, exit code, argv form, cwd, env, stdin, timeout
 
 Deno.test("process.shell outlives a shorter client timeout when the command's timeout is longer", async () => {
   await using server = await startTestServer();
-  // The per-request timeout is 500 ms; the command runs about 1.5 s within its own 10 s.
-  await using client = new ServerClient(server.url, { token: server.token, timeout: 500 });
+  // The per-request timeout is 0.5 s; the command runs about 1.5 s within its own 10 s.
+  await using client = new ServerClient(server.url, { token: server.token, timeout: 0.5 });
   const r = await client.process.shell("sleep 1.5; echo done", { timeout: 10 });
   assert.equal(r.stdout, "done\n");
   // An explicit request timeout is honoured, and says which timeout it was.
   await assert.rejects(
-    client.process.shell("sleep 3", { timeout: 10, requestTimeout: 300 }),
+    client.process.shell("sleep 3", { timeout: 10, requestTimeout: 0.3 }),
     (e) => {
       assert.ok(e instanceof TimeoutError);
       assert.match(e.message, /shell/);

@@ -51,7 +51,7 @@ Deno.test("health is true for a live server and false, never throwing, for a clo
   await using server = await startTestServer();
   await using client = new ServerClient(server.url);
   assert.equal(await client.health(), true); // no token needed
-  await using dead = new ServerClient(`http://127.0.0.1:${closedPort()}`, { timeout: 2000 });
+  await using dead = new ServerClient(`http://127.0.0.1:${closedPort()}`, { timeout: 2 });
   assert.equal(await dead.health(), false);
   await dead.close();
   assert.equal(await dead.health(), false);
@@ -264,7 +264,7 @@ async function admitted<T>(call: () => Promise<T>): Promise<T> {
 }
 
 Deno.test("derivePtyUrl: port 9000 and gateway hosts map to the PTY port", async () => {
-  const { derivePtyUrl } = await import("../../sdk/mod.ts");
+  const { derivePtyUrl } = await import("../../sdk/client/server_client.ts");
   assert.equal(derivePtyUrl("http://127.0.0.1:9000"), "ws://127.0.0.1:9001");
   assert.equal(derivePtyUrl("https://9000-sb1.example.com"), "wss://9001-sb1.example.com");
   assert.equal(derivePtyUrl("http://9000-sb1.localhost:4000"), "ws://9001-sb1.localhost:4000");

@@ -4,7 +4,8 @@
 
 import assert from "node:assert/strict";
 import { ENDPOINTS } from "../../server/endpoints.ts";
-import { ENDPOINT_METHODS, ROUTES, ServerClient } from "../../sdk/mod.ts";
+import { ENDPOINT_METHODS, ServerClient } from "../../sdk/mod.ts";
+import { ROUTES } from "../../sdk/client/routes.ts";
 import { startTestServer } from "../helpers/server.ts";
 
 function resolve(root: unknown, dotted: string): unknown {

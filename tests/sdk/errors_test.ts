@@ -6,14 +6,12 @@
 import assert from "node:assert/strict";
 import { ERROR_STATUS } from "../../server/errors.ts";
 import {
-  ALSO_A,
   AuthenticationError,
   CapabilityNotSupportedError,
   CommandNotFoundError,
   ConflictError,
   ConnectionError,
   EndpointNotAvailableError,
-  errorFromResponse,
   FilePolicyDeniedError,
   NotFoundError,
   PayloadTooLargeError,
@@ -23,7 +21,6 @@ import {
   RateLimitedError,
   SandboxError,
   SandboxNotFoundError,
-  SERVER_ERROR_CLASSES,
   ServerAPIError,
   ServerAuthError,
   ServerNotFoundError,
@@ -32,6 +29,8 @@ import {
   TimeoutError,
   ValidationError,
 } from "../../sdk/mod.ts";
+import { ALSO_A } from "../../sdk/errors/classes.ts";
+import { errorFromResponse, SERVER_ERROR_CLASSES } from "../../sdk/errors/server_codes.ts";
 
 Deno.test("every server error code maps to exactly one class, and no unknown code is mapped", () => {
   const serverCodes = Object.keys(ERROR_STATUS).sort();

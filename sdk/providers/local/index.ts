@@ -16,7 +16,7 @@ import {
   SandboxNotFoundError,
   TimeoutError,
   ValidationError,
-} from "../../errors/index.ts";
+} from "../../errors/mod.ts";
 import type { SandboxInfo } from "../../models/sandbox.ts";
 import type {
   PortAddress,

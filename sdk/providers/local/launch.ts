@@ -30,7 +30,7 @@ import { ENDPOINTS } from "../../../server/endpoints.ts";
 import { narrowedServerArgv } from "../../../server/launch.ts";
 import { compilePolicy } from "../../../server/policy/compile.ts";
 import type { PolicyFile } from "../../../server/policy/schema.ts";
-import { ValidationError } from "../../errors/index.ts";
+import { ValidationError } from "../../errors/mod.ts";
 import type { Isolation } from "./state.ts";
 
 /** What the launch plan is made from. */

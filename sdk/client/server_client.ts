@@ -4,12 +4,13 @@
  * @module
  */
 
-import { type CapabilitiesDocumentWire, ServerCapabilities } from "../capabilities.ts";
-import { ValidationError } from "../errors/index.ts";
+import { type CapabilitiesDocumentWire, ServerCapabilities } from "./server_capabilities.ts";
+import { ValidationError } from "../errors/mod.ts";
+import { checkOptions, timeoutSeconds } from "../errors/option_checks.ts";
 import type { PathDecision, PathOperation } from "../models/core.ts";
 import { AgentsApi } from "./agents.ts";
 import { BrowserApi } from "./browser.ts";
-import { CommandsApi } from "./commands.ts";
+import { NamedCommandsApi } from "./named_commands.ts";
 import { DevtoolsApi } from "./devtools.ts";
 import { FilesApi } from "./files.ts";
 import { ProcessApi } from "./process.ts";
@@ -32,10 +33,10 @@ export interface ServerClientOptions {
    */
   ptyUrl?: string | null;
   /**
-   * Per-request HTTP timeout in milliseconds (default 30 000; `0` for none). It bounds one
-   * request, and for streams only the wait for the response headers: a `files.watch` or
-   * `process.follow` lasts until you stop it. It is not a sandbox lifetime, and not a
-   * command's own `timeout`.
+   * Per-request HTTP timeout in seconds (default 30; `0` for none; at most 86400, so that a
+   * value in milliseconds is refused rather than taken for hours). It bounds one request, and
+   * for streams only the wait for the response headers: a `files.watch` or `process.follow`
+   * lasts until you stop it. It is not a sandbox lifetime, and not a command's own `timeout`.
    */
   timeout?: number;
   /** A `fetch` to use instead of the global one (for a proxy client, tracing, tests). */
@@ -49,8 +50,10 @@ export interface ServerClientOptions {
   retries?: number;
 }
 
-/** The default per-request timeout, in milliseconds. */
-export const DEFAULT_TIMEOUT_MS = 30_000;
+/** The default per-request timeout, in seconds. */
+export const DEFAULT_TIMEOUT_SECONDS = 30;
+
+const CLIENT_OPTIONS = ["token", "headers", "ptyUrl", "timeout", "fetch", "retries"] as const;
 
 /** `baseUrl` with its port swapped for the PTY port, as a ws(s) URL; null when unguessable. */
 export function derivePtyUrl(baseUrl: string): string | null {
@@ -85,17 +88,17 @@ interface DecisionWire {
  * `ServerAPIError`s with the server's `serverCode`, `endpoint` and `rule`.
  *
  * @example
- * ```ts ignore
- * import { ServerClient } from "@sandbar/sandbar/sdk";
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { EndpointNotAvailableError, Sandbox, ServerClient } from "@sandbar/sandbar/sdk";
  *
- * await using client = new ServerClient("http://127.0.0.1:9000", {
- *   token: Deno.env.get("SVC_SERVER_TOKEN"),
- * });
- * if (await client.health()) {
- *   const caps = await client.discover(); // later calls fail fast on what it says is off
- *   console.log(caps.identityId, caps.available().length);
- *   console.log(await client.commands.list());
- * }
+ * await using sandbox = await Sandbox.create();
+ * const client: ServerClient = sandbox.server; // or new ServerClient(url, { token })
+ * assert.equal(await client.health(), true);
+ * const caps = await client.discover(); // later calls fail fast on what it says is off
+ * assert.ok(caps.available().includes("shell"));
+ * assert.equal(caps.can("browser_navigate"), false); // opt-in, off by default
+ * await assert.rejects(client.browser.content(), EndpointNotAvailableError); // no request made
  * ```
  */
 export class ServerClient {
@@ -103,10 +106,9 @@ export class ServerClient {
   readonly baseUrl: string;
   /** The PTY WebSocket base URL, or null when it could not be derived and was not given. */
   readonly ptyUrl: string | null;
-  /** Per-request timeout in milliseconds. */
+  /** Per-request timeout in seconds (`0`: none). */
   readonly timeout: number;
-  /** The capabilities from the last `discover()`, or null. Calls fail fast on them. */
-  capabilities: ServerCapabilities | null = null;
+  #capabilities: ServerCapabilities | null = null;
   /** The HTTP layer shared by the sub-APIs; for raw calls by endpoint id. */
   readonly transport: ServerTransport;
   /** Files: list, stat, exists, mkdir, delete, move, search, archive, watch, upload, download… */
@@ -122,7 +124,7 @@ export class ServerClient {
   /** Headless Chromium: navigate, screenshot, content, click, type, evaluate, pdf, console. */
   readonly browser: BrowserApi;
   /** Named commands: list, run. */
-  readonly commands: CommandsApi;
+  readonly commands: NamedCommandsApi;
   /** The OpenAI-compatible agents group under `/v1/` (a thin pass-through). */
   readonly agents: AgentsApi;
 
@@ -137,8 +139,8 @@ export class ServerClient {
         suggestion: "Pass the server's address, for example http://127.0.0.1:9000.",
       });
     }
-    const timeout = options.timeout ?? DEFAULT_TIMEOUT_MS;
-    if (!(timeout >= 0)) throw new ValidationError("timeout must be a number of milliseconds >= 0");
+    checkOptions("ServerClient", options, CLIENT_OPTIONS);
+    const timeout = timeoutSeconds("timeout", options.timeout ?? DEFAULT_TIMEOUT_SECONDS, "none");
     this.#options = options;
     this.baseUrl = baseUrl.replace(/\/+$/, "");
     this.ptyUrl = options.ptyUrl?.replace(/\/+$/, "") ?? derivePtyUrl(this.baseUrl);
@@ -150,7 +152,7 @@ export class ServerClient {
       timeout,
       fetch: options.fetch,
       retries: options.retries,
-      capabilities: () => this.capabilities,
+      capabilities: () => this.#capabilities,
     });
     const token = options.token ?? null;
     this.files = new FilesApi(this.transport);
@@ -159,8 +161,16 @@ export class ServerClient {
     this.system = new SystemApi(this.transport);
     this.devtools = new DevtoolsApi(this.transport);
     this.browser = new BrowserApi(this.transport);
-    this.commands = new CommandsApi(this.transport);
+    this.commands = new NamedCommandsApi(this.transport);
     this.agents = new AgentsApi(this.transport, token);
+  }
+
+  /**
+   * The capabilities from the last `discover()`, or null. Calls fail fast on them. Read-only:
+   * `discover()` replaces them, `forgetDiscovery()` drops them.
+   */
+  get capabilities(): ServerCapabilities | null {
+    return this.#capabilities;
   }
 
   /**
@@ -189,13 +199,13 @@ export class ServerClient {
       doc,
       (endpoint, path, op) => this.check(endpoint, path, op),
     );
-    this.capabilities = caps;
+    this.#capabilities = caps;
     return caps;
   }
 
   /** Drop the cached capabilities: calls go to the server again without a pre-check. */
   forgetDiscovery(): void {
-    this.capabilities = null;
+    this.#capabilities = null;
   }
 
   /**

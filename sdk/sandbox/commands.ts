@@ -2,11 +2,11 @@
  * The `commands` module: shell commands in the sandbox, through the in-sandbox server's process
  * endpoints. Associated with the `shell` capability; not gated here (the server decides).
  *
- * Three verbs rather than a flag (pain point 6 of E2B / Daytona / Cloudflare users): `run`
+ * Three verbs rather than a flag: `run`
  * waits for the result, `stream` yields output as it comes, `start` leaves the command running
  * and returns a {@linkcode CommandHandle} that any process can reattach to with `connect(pid)`.
  *
- * Timeouts (pain point 1): `timeout` is the command's own deadline in seconds (default 60, `0`
+ * Timeouts: `timeout` is the command's own deadline in seconds (default 60, `0`
  * for none), enforced by the server (exit code 124, `timedOut: true`); the HTTP request is
  * given that deadline plus a margin, so a long command is never cut by a shorter client
  * timeout. It is unrelated to the sandbox's lifetime.
@@ -14,10 +14,11 @@
  * @module
  */
 
-import { ProviderFeatureNotSupportedError, ValidationError } from "../errors/index.ts";
+import { ProviderFeatureNotSupportedError, ValidationError } from "../errors/mod.ts";
+import { checkOptions } from "../errors/option_checks.ts";
 import type { ProcessChunk, ProcessInfo, ProcessResult } from "../models/process.ts";
 import { CommandHandle } from "./command_handle.ts";
-import type { ModuleContext } from "./context.ts";
+import type { ModuleContext } from "./module_context.ts";
 
 /** Options of `commands.run`, `stream` and `start`. */
 export interface CommandOptions {
@@ -44,6 +45,16 @@ export interface CommandRunOptions extends CommandOptions {
   onStderr?: (data: string) => unknown;
 }
 
+const COMMAND_OPTIONS = ["timeout", "env", "cwd", "user"] as const;
+const RUN_OPTIONS = [...COMMAND_OPTIONS, "background", "onStdout", "onStderr"] as const;
+
+/** What the module hands the server client, validated. */
+interface ServerRunOptions {
+  timeout: number;
+  env?: Record<string, string>;
+  cwd?: string;
+}
+
 /** The `commands` module of a sandbox. */
 export class CommandsModule {
   readonly #ctx: ModuleContext;
@@ -53,7 +64,12 @@ export class CommandsModule {
     this.#ctx = ctx;
   }
 
-  #options(options: CommandOptions) {
+  #options(
+    where: string,
+    options: CommandOptions,
+    known: readonly string[] = COMMAND_OPTIONS,
+  ): ServerRunOptions {
+    checkOptions(where, options, known);
     if (options.user !== undefined && options.user !== "") {
       throw new ProviderFeatureNotSupportedError(
         `Commands run as the sandbox's one user; cannot run as ${JSON.stringify(options.user)}`,
@@ -73,9 +89,15 @@ export class CommandsModule {
    * {@linkcode CommandHandle} at once.
    *
    * @example
-   * ```ts ignore
-   * const r = await sandbox.commands.run("ls -la /home/user");
-   * console.log(r.exitCode, r.stdout);
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { Sandbox } from "@sandbar/sandbar";
+   *
+   * await using sandbox = await Sandbox.create(); // a local sandbox, killed at the end of scope
+   * const r = await sandbox.commands.run("ls /home/user; exit 2");
+   * assert.equal(r.exitCode, 2); // a failing command is a result, not an error
+   * const bg = await sandbox.commands.run("sleep 60", { background: true, timeout: 0 });
+   * await bg.kill();
    * ```
    */
   run(cmd: string, options: CommandRunOptions & { background: true }): Promise<CommandHandle>;
@@ -84,8 +106,16 @@ export class CommandsModule {
   /** Run `cmd`: a result, or with `background: true` a {@linkcode CommandHandle}. */
   run(cmd: string, options?: CommandRunOptions): Promise<ProcessResult | CommandHandle>;
   async run(cmd: string, options: CommandRunOptions = {}): Promise<ProcessResult | CommandHandle> {
-    if (options.background) return await this.start(cmd, options);
-    const run = this.#options(options);
+    const run = this.#options("commands.run", options, RUN_OPTIONS);
+    if (options.background) {
+      if (options.onStdout || options.onStderr) {
+        throw new ValidationError(
+          "commands.run: onStdout / onStderr do not apply with background: true",
+          { suggestion: "Iterate the returned CommandHandle for its output as it comes." },
+        );
+      }
+      return await this.#start(cmd, run);
+    }
     const server = this.#ctx.server();
     if (options.onStdout || options.onStderr) {
       return await server.process.runStream(cmd, {
@@ -102,13 +132,17 @@ export class CommandsModule {
    * loop early kills the command.
    */
   async *stream(cmd: string, options: CommandOptions = {}): AsyncGenerator<ProcessChunk> {
-    yield* this.#ctx.server().process.shellStream(cmd, this.#options(options));
+    yield* this.#ctx.server().process.shellStream(cmd, this.#options("commands.stream", options));
   }
 
   /** Start `cmd` in the background (its stdin stays open for `sendInput`). */
   async start(cmd: string, options: CommandOptions = {}): Promise<CommandHandle> {
+    return await this.#start(cmd, this.#options("commands.start", options));
+  }
+
+  async #start(cmd: string, run: ServerRunOptions): Promise<CommandHandle> {
     const server = this.#ctx.server();
-    const info = await server.process.start(cmd, { ...this.#options(options), stdin: true });
+    const info = await server.process.start(cmd, { ...run, stdin: true });
     return new CommandHandle(server, info.pid);
   }
 

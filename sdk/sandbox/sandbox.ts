@@ -6,22 +6,25 @@
  * @module
  */
 
-import { ServerClient } from "../client/index.ts";
+import { ServerClient } from "../client/server_client.ts";
 import type { CodeResult } from "../models/devtools.ts";
-import type { ServerCommand } from "../models/core.ts";
+import type { NamedCommand } from "../models/core.ts";
 import {
   ProviderFeatureNotSupportedError,
   SandboxNotFoundError,
   ValidationError,
-} from "../errors/index.ts";
+} from "../errors/mod.ts";
 import type { SandboxInfo, SandboxStatus } from "../models/sandbox.ts";
-import { CodeModule, type CodeRunOptions } from "../modules/code.ts";
-import { CommandsModule } from "../modules/commands.ts";
-import { FilesModule } from "../modules/files.ts";
-import { NetworkModule } from "../modules/network.ts";
+import { CodeModule, type CodeRunOptions } from "./code.ts";
+import { CommandsModule } from "./commands.ts";
+import { FilesModule } from "./files.ts";
+import { NetworkModule } from "./network.ts";
 import { resolveProvider } from "../providers/registry.ts";
 import type { SandboxHandle, SandboxProvider } from "../providers/types.ts";
+import { checkOptions } from "../errors/option_checks.ts";
+import { FrozenSet } from "./frozen_set.ts";
 import {
+  CONNECTION_OPTIONS,
   createRequest,
   credentialsOf,
   lifetime,
@@ -52,14 +55,15 @@ export interface ServerAtOptions {
  * `docs/sdk/sandbox.md`.
  *
  * @example
- * ```ts ignore
+ * ```ts
+ * import assert from "node:assert/strict";
  * import { Sandbox } from "@sandbar/sandbar";
  *
  * await using sandbox = await Sandbox.create(); // killed when the scope ends
  * const r = await sandbox.commands.run("echo hello from $(hostname)");
- * console.log(r.stdout); // "hello from sandbox\n"
+ * assert.equal(r.stdout, "hello from sandbox\n");
  * await sandbox.files.write("/home/user/data.txt", "42");
- * console.log((await sandbox.runCode("print(open('data.txt').read())")).text); // "42"
+ * assert.equal((await sandbox.runCode("print(open('data.txt').read())")).text, "42");
  * ```
  */
 export class Sandbox implements AsyncDisposable {
@@ -77,13 +81,15 @@ export class Sandbox implements AsyncDisposable {
   readonly #capabilities: ReadonlySet<string>;
   #info: SandboxInfo;
   #server: ServerClient | undefined;
+  /** Set by `kill()`: every later data-plane call throws `SandboxNotFoundError` at once. */
+  #killed = false;
   readonly #clients = new Set<ServerClient>();
 
   private constructor(provider: SandboxProvider, handle: SandboxHandle) {
     this.#provider = provider;
     this.#handle = handle;
     this.#info = handle.info;
-    this.#capabilities = new Set(handle.capabilities);
+    this.#capabilities = new FrozenSet(handle.capabilities);
     const ctx = {
       sandboxId: handle.info.sandboxId,
       capabilities: this.#capabilities,
@@ -107,15 +113,24 @@ export class Sandbox implements AsyncDisposable {
    * still runs.
    *
    * @example
-   * ```ts ignore
-   * const sandbox = await Sandbox.create("base", { timeout: 600, envs: { MODE: "test" } });
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { Sandbox } from "@sandbar/sandbar";
+   *
+   * await using sandbox = await Sandbox.create("base", { timeout: 600, envs: { MODE: "test" } });
+   * assert.equal((await sandbox.commands.run("echo $MODE")).stdout, "test\n");
+   * const info = await sandbox.refreshInfo();
+   * assert.ok(info.endAt !== null && info.endAt > new Date());
    * ```
    */
   static async create(
     template?: string | SandboxCreateOptions,
-    options: SandboxCreateOptions = {},
+    options?: SandboxCreateOptions,
   ): Promise<Sandbox> {
-    const opts = typeof template === "object" ? template : options;
+    if (typeof template === "object" && options !== undefined) {
+      throw new ValidationError("Sandbox.create: pass the options once, first or second");
+    }
+    const opts = (typeof template === "object" ? template : options) ?? {};
     const name = typeof template === "string" ? template : opts.template ?? "base";
     const request = createRequest(name, opts);
     const provider = resolveProvider(opts.provider, credentialsOf(opts));
@@ -130,6 +145,7 @@ export class Sandbox implements AsyncDisposable {
     sandboxId: string,
     options: SandboxConnectionOptions = {},
   ): Promise<Sandbox> {
+    checkOptions("Sandbox.connect", options, CONNECTION_OPTIONS);
     const provider = resolveProvider(options.provider, credentialsOf(options));
     return new Sandbox(provider, await provider.connect(sandboxId));
   }
@@ -145,6 +161,7 @@ export class Sandbox implements AsyncDisposable {
     sandboxId: string,
     options: SandboxConnectionOptions = {},
   ): Promise<boolean> {
+    checkOptions("Sandbox.killById", options, CONNECTION_OPTIONS);
     return await resolveProvider(options.provider, credentialsOf(options)).kill(sandboxId);
   }
 
@@ -168,7 +185,10 @@ export class Sandbox implements AsyncDisposable {
     return { ...this.#info };
   }
 
-  /** The sandbox's capability names (`code`, `files`, `shell`, `terminal`, `ports`, …). */
+  /**
+   * The sandbox's capability names (`code`, `files`, `shell`, `terminal`, `ports`, …), as a set
+   * that cannot change (`add`, `delete` and `clear` throw `TypeError`).
+   */
   get capabilities(): ReadonlySet<string> {
     return this.#capabilities;
   }
@@ -187,13 +207,55 @@ export class Sandbox implements AsyncDisposable {
     return this.#handle.portAddress(port, ws);
   }
 
-  /** The client of the sandbox's own server (port 9000), made once. */
+  /**
+   * The client of the sandbox's own server (port 9000), made once. After `kill()`, reading it
+   * throws `SandboxNotFoundError`.
+   */
   get server(): ServerClient {
     return this.#server ??= this.serverAt(9000);
   }
 
+  #killedError(): SandboxNotFoundError {
+    return new SandboxNotFoundError(`Sandbox ${this.id} was killed`, {
+      suggestion: "Create a new sandbox; a killed one cannot be used again.",
+    });
+  }
+
+  /**
+   * `fetch` for this sandbox's clients: when a request cannot reach the sandbox, ask the
+   * provider whether the sandbox still exists, so that a sandbox killed (here or from another
+   * process) answers `SandboxNotFoundError` rather than a bare connection failure.
+   */
+  #fetch = async (input: Request | URL | string, init?: RequestInit): Promise<Response> => {
+    try {
+      return await fetch(input, init);
+    } catch (e) {
+      if (init?.signal?.aborted) throw e;
+      throw (await this.#gone()) ?? e;
+    }
+  };
+
+  /** A `SandboxNotFoundError` when the provider no longer has this sandbox, else null. */
+  async #gone(): Promise<SandboxNotFoundError | null> {
+    try {
+      const info = await this.#provider.getInfo(this.id);
+      if (info.status !== "stopped") return null;
+      this.#info = info;
+    } catch (e) {
+      if (!(e instanceof SandboxNotFoundError)) return null;
+      this.#info = { ...this.#info, status: "stopped" };
+      return new SandboxNotFoundError(`Sandbox ${this.id} no longer exists (killed or expired)`, {
+        suggestion: "Create a new sandbox; a killed or expired one cannot be used again.",
+        cause: e,
+      });
+    }
+    return this.#killedError();
+  }
+
   /** A new client for a server on `port` inside the sandbox. */
   serverAt(port = 9000, options: ServerAtOptions = {}): ServerClient {
+    checkOptions("serverAt", options, ["token", "ptyPort", "timeout"]);
+    if (this.#killed) throw this.#killedError();
     const http = this.#address(port);
     const pty = this.#address(options.ptyPort ?? 9001, true);
     const token = options.token ??
@@ -202,7 +264,8 @@ export class Sandbox implements AsyncDisposable {
       token,
       headers: http.headers,
       ptyUrl: pty.url,
-      timeout: (options.timeout ?? 30) * 1000,
+      timeout: options.timeout ?? 30,
+      fetch: this.#fetch,
     });
     this.#clients.add(client);
     return client;
@@ -222,6 +285,7 @@ export class Sandbox implements AsyncDisposable {
     for (const client of this.#clients) await client.close();
     this.#clients.clear();
     this.#server = undefined;
+    this.#killed = true;
     if (this.#info.status === "stopped") return;
     await this.#provider.kill(this.id);
     this.#info = { ...this.#info, status: "stopped" };
@@ -279,6 +343,7 @@ export class Sandbox implements AsyncDisposable {
   async getTerminal(
     options: { cols?: number; rows?: number; shell?: string } = {},
   ): Promise<SandboxTerminal> {
+    checkOptions("getTerminal", options, ["cols", "rows", "shell"]);
     const server = this.server;
     const session = await server.pty.create({
       cols: options.cols ?? 80,
@@ -304,7 +369,8 @@ export class Sandbox implements AsyncDisposable {
   }
 
   /** The named commands of the in-sandbox server (`GET /commands`). */
-  async listCommands(options: { serverPort?: number } = {}): Promise<ServerCommand[]> {
+  async listCommands(options: { serverPort?: number } = {}): Promise<NamedCommand[]> {
+    checkOptions("listCommands", options, ["serverPort"]);
     return await this.#serverOn(options.serverPort ?? 9000).commands.list();
   }
 
@@ -320,6 +386,7 @@ export class Sandbox implements AsyncDisposable {
     if (typeof name !== "string" || name === "") {
       throw new ValidationError("name must be a command name");
     }
+    checkOptions("run", options, ["serverPort"]);
     return await this.#serverOn(options.serverPort ?? 9000).commands.run<T>(name, args);
   }
 

@@ -6,8 +6,8 @@
  * @module
  */
 
-import { agentsMethodName } from "./client/agents.ts";
-import { ROUTES } from "./client/routes.ts";
+import { agentsMethodName } from "./agents.ts";
+import { ROUTES } from "./routes.ts";
 
 const SERVER_GROUPS: Readonly<Record<string, readonly string[]>> = {
   health: ["health"],
@@ -73,8 +73,12 @@ const SERVER_GROUPS: Readonly<Record<string, readonly string[]>> = {
  *
  * @example
  * ```ts
- * import { ENDPOINT_METHODS } from "./endpoint_methods.ts";
- * ENDPOINT_METHODS.files_download; // ["files.download", "files.downloadStream", …]
+ * import assert from "node:assert/strict";
+ * import { ENDPOINT_METHODS } from "@sandbar/sandbar/sdk";
+ *
+ * assert.deepEqual(ENDPOINT_METHODS.shell, ["process.shell"]);
+ * assert.ok(ENDPOINT_METHODS.files_download.includes("files.readText"));
+ * assert.deepEqual(ENDPOINT_METHODS.agents_sessions_create, ["agents.sessions.create"]);
  * ```
  */
 export const ENDPOINT_METHODS: Readonly<Record<string, readonly string[]>> = Object.freeze({

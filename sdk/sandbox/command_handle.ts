@@ -7,17 +7,24 @@
  * @module
  */
 
-import type { ServerClient } from "../client/index.ts";
+import type { ServerClient } from "../client/server_client.ts";
 import type { ProcessChunk, ProcessInfo, ProcessResult } from "../models/process.ts";
 
 /**
  * A background command.
  *
  * @example
- * ```ts ignore
- * const handle = await sandbox.commands.start("for i in 1 2 3; do echo $i; sleep 1; done");
- * for await (const chunk of handle) if (chunk.type === "stdout") console.log(chunk.data);
- * const result = await handle.wait(); // { exitCode: 0, stdout: "1\n2\n3\n", ... }
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Sandbox } from "@sandbar/sandbar";
+ *
+ * await using sandbox = await Sandbox.create(); // a local sandbox, killed at the end of scope
+ * const handle = await sandbox.commands.start("for i in 1 2 3; do echo $i; done");
+ * let seen = "";
+ * for await (const chunk of handle) if (chunk.type === "stdout") seen += chunk.data;
+ * assert.equal(seen, "1\n2\n3\n");
+ * const result = await handle.wait(); // the output again, from the server's buffer
+ * assert.deepEqual([result.exitCode, result.stdout], [0, "1\n2\n3\n"]);
  * ```
  */
 export class CommandHandle implements AsyncIterable<ProcessChunk> {

@@ -9,7 +9,7 @@ import {
   CapabilityNotSupportedError,
   EndpointNotAvailableError,
   PolicyDeniedError,
-} from "./errors/index.ts";
+} from "../errors/mod.ts";
 import type {
   DenialReason,
   EndpointInfo,
@@ -18,7 +18,7 @@ import type {
   GroupSummary,
   PathDecision,
   PathOperation,
-} from "./models/core.ts";
+} from "../models/core.ts";
 
 /** The capabilities document as the server sends it (snake_case). */
 export interface CapabilitiesDocumentWire {
@@ -103,12 +103,17 @@ function toInfo(id: string, raw: Record<string, unknown>): EndpointInfo {
  * {@linkcode PolicyDeniedError} without a request.
  *
  * @example
- * ```ts ignore
- * const caps = await client.discover();
- * if (caps.can("shell")) await client.process.shell("echo hi");
- * caps.denial("browser_navigate"); // "endpoint_disabled"
- * caps.rule("browser_navigate"); // "default:opt-in:browser"
- * caps.paths("files_list")?.allow; // ["/workspace"]
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Sandbox } from "@sandbar/sandbar";
+ *
+ * await using sandbox = await Sandbox.create({ policy: { endpoints: { terminal: false } } });
+ * const caps = await sandbox.server.discover();
+ * assert.equal(caps.can("shell"), true);
+ * assert.equal(caps.denial("pty_create"), "endpoint_disabled");
+ * assert.equal(caps.rule("pty_create"), "policy:endpoints.terminal");
+ * assert.equal(caps.rule("shell"), null); // enabled: no rule disabled it
+ * assert.equal(caps.denial("no_such_endpoint"), "unknown_endpoint");
  * ```
  */
 export class ServerCapabilities {
@@ -179,9 +184,13 @@ export class ServerCapabilities {
     return info.reason ?? (info.enabled ? "missing_scope" : "endpoint_disabled");
   }
 
-  /** The rule code that switched the endpoint off (or on), or null. */
+  /**
+   * The rule code that disabled the endpoint, or null when it is enabled (or unknown). The rule
+   * that configured an enabled endpoint, if any, is in `info(endpoint).rule`.
+   */
   rule(endpoint: string): string | null {
-    return this.#endpoints.get(endpoint)?.rule ?? null;
+    const info = this.#endpoints.get(endpoint);
+    return info && !info.enabled ? info.rule : null;
   }
 
   /**

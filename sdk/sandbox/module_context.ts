@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { ServerClient } from "../client/index.ts";
+import type { ServerClient } from "../client/server_client.ts";
 
 /** A module's view of its sandbox. */
 export interface ModuleContext {

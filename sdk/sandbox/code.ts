@@ -23,9 +23,9 @@ import {
   NotFoundError,
   ServerNotFoundError,
   ValidationError,
-} from "../errors/index.ts";
+} from "../errors/mod.ts";
 import type { CodeResult } from "../models/devtools.ts";
-import type { ModuleContext } from "./context.ts";
+import type { ModuleContext } from "./module_context.ts";
 
 /** A code context: working directory, environment, default language. */
 export interface CodeContext {

@@ -12,7 +12,7 @@
  * @module
  */
 
-import { ValidationError } from "../errors/index.ts";
+import { ValidationError } from "../errors/mod.ts";
 
 /** What the network module reads from its sandbox. */
 export interface NetworkSource {
@@ -39,11 +39,6 @@ export class NetworkModule {
 
   /**
    * `{port}-{sandboxId}.{domain}`.
-   *
-   * @example
-   * ```ts ignore
-   * sandbox.network.getHost(3000); // "3000-k2x…q9.localhost:41005"
-   * ```
    */
   getHost(port: number): string {
     if (!Number.isInteger(port) || port < 1 || port > 65535) {

@@ -20,10 +20,20 @@ export type WatchSource = (options: {
  * A running watch.
  *
  * @example
- * ```ts ignore
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Sandbox } from "@sandbar/sandbar";
+ *
+ * await using sandbox = await Sandbox.create(); // a local sandbox, killed at the end of scope
+ * await sandbox.files.makeDir("/home/user/project");
  * await using watch = await sandbox.files.watch("/home/user/project");
  * await sandbox.files.write("/home/user/project/a.txt", "hi");
- * for await (const event of watch) { console.log(event.type, event.path); break; }
+ * let seen = "";
+ * for await (const event of watch) {
+ *   seen = event.path;
+ *   if (seen.endsWith("/a.txt")) break; // writes go through a temp file first
+ * }
+ * assert.equal(seen, "/home/user/project/a.txt");
  * ```
  */
 export class WatchHandle implements AsyncIterable<WatchEvent>, AsyncDisposable {
