@@ -49,5 +49,5 @@ export type {
 export { ApiError, type ApiErrorOptions, type ErrorCode } from "./errors.ts";
 export { type ServerAddresses, type ServerEnv, ServerState, type Service } from "./state.ts";
 export type { PresetName } from "./policy/presets.ts";
-export type { AuditEntry, AuditSink } from "./middleware/audit/index.ts";
+export type { AuditEntry, AuditSink } from "./pipeline/audit.ts";
 export type { CompiledPolicy, EndpointState, Identity, PathSettings } from "./policy/compile.ts";
