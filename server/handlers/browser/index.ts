@@ -17,7 +17,8 @@ import type { PageSession, Refusals } from "../../browser/session.ts";
 import { refusalError, UrlGuard } from "../../guards/urls/index.ts";
 import type { ServerEnv } from "../../state.ts";
 import { readJson } from "../process/request.ts";
-import type { HandlerMap } from "../types.ts";
+import type { GroupHandlers } from "../types.ts";
+import type { BrowserId } from "../../endpoints.ts";
 import type { Page } from "puppeteer-core";
 import {
   ClickBody,
@@ -87,7 +88,7 @@ function bytes(data: Uint8Array, type: string): Response {
 }
 
 /** The browser group's handlers. */
-export const browserHandlers: HandlerMap = {
+export const browserHandlers: GroupHandlers<BrowserId> = {
   browser_navigate: async (c) => {
     const body = await readJson(c, NavigateBody);
     const refusal = manager(c).guard.checkUrl(body.url, true);

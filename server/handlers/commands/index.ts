@@ -7,10 +7,11 @@
 
 import { ApiError } from "../../errors.ts";
 import { missingScope } from "../../policy/scopes.ts";
-import type { HandlerMap } from "../types.ts";
+import type { GroupHandlers } from "../types.ts";
+import type { CommandsId } from "../../endpoints.ts";
 
 /** The commands group's handlers. */
-export const commandsHandlers: HandlerMap = {
+export const commandsHandlers: GroupHandlers<CommandsId> = {
   commands_list: (c) =>
     c.body(c.get("state").commands.listingJson(), 200, { "content-type": "application/json" }),
   commands_run: async (c) => {

@@ -12,7 +12,8 @@ import type { EndpointState, Identity } from "../../policy/compile.ts";
 import { missingScope } from "../../policy/scopes.ts";
 import type { ServerEnv, ServerState } from "../../state.ts";
 import { SERVER_VERSION } from "../../version.ts";
-import type { HandlerMap } from "../types.ts";
+import type { GroupHandlers } from "../types.ts";
+import type { CoreId } from "../../endpoints.ts";
 
 /** Groups whose endpoints take paths; their capability entries carry the path settings. */
 const PATH_GROUPS: ReadonlySet<EndpointGroup> = new Set([
@@ -129,7 +130,7 @@ async function readJsonObject(c: Context<ServerEnv>): Promise<Record<string, unk
 }
 
 /** The core group's handlers. */
-export const coreHandlers: HandlerMap = {
+export const coreHandlers: GroupHandlers<CoreId> = {
   health: (c) => c.json({ status: "ok" }),
   capabilities: (c) => c.json(capabilitiesDocument(c.get("state"), c.get("identity"))),
   capabilities_check: async (c) => {

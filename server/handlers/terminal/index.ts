@@ -6,7 +6,8 @@
  */
 
 import { ApiError } from "../../errors.ts";
-import type { HandlerMap } from "../types.ts";
+import type { GroupHandlers } from "../types.ts";
+import type { TerminalId } from "../../endpoints.ts";
 import { ptyConnect } from "./connect.ts";
 import { ptyCreate } from "./create.ts";
 import { findTerminal, terminals } from "./lookup.ts";
@@ -22,7 +23,7 @@ import { viewTerminal } from "./view.ts";
  * export const HANDLERS: HandlerMap = { ...terminalHandlers };
  * ```
  */
-export const terminalHandlers: HandlerMap = {
+export const terminalHandlers: GroupHandlers<TerminalId> = {
   pty_create: ptyCreate,
   pty_list: (c) => {
     const url = c.var.state.addresses.ptyUrl;
