@@ -11,7 +11,7 @@ import type { TerminalId } from "../../endpoints.ts";
 import { ptyConnect } from "./connect.ts";
 import { ptyCreate } from "./create.ts";
 import { findTerminal, terminals } from "./lookup.ts";
-import { readJson } from "../process/request.ts";
+import { readBody } from "../../request.ts";
 import { ResizeBody } from "./schema.ts";
 import { viewTerminal } from "./view.ts";
 
@@ -33,7 +33,7 @@ export const terminalHandlers: GroupHandlers<TerminalId> = {
   pty_get: (c) => c.json(viewTerminal(findTerminal(c), c.var.state.addresses.ptyUrl)),
   pty_resize: async (c) => {
     const terminal = findTerminal(c);
-    const size = await readJson(c, ResizeBody);
+    const size = await readBody(c, ResizeBody);
     if (!terminal.running) {
       throw new ApiError("conflict", `Terminal ${terminal.options.id} has exited`);
     }
