@@ -7,8 +7,9 @@
  * - a body that is not a JSON object (not JSON, an array, a string): `invalid_request`,
  *   `param: "body"`, always the message `The body must be a JSON object`. An empty body is `{}`.
  * - an unknown field: `invalid_arguments`, `param` the field, and the nearest known field when
- *   one is close (`Unknown field "pahts"; did you mean "path"?`). Objects are strict everywhere:
- *   the reader makes any object schema strict, so no field is ever silently ignored.
+ *   one is close (`Unknown field "pahts"; did you mean "paths"?`). Objects are strict everywhere:
+ *   the reader makes every body schema strict at its top level, and nested objects are declared
+ *   with `z.strictObject`, so no field is ever silently ignored.
  * - a field of the wrong type or out of range: `invalid_arguments`, `param` the field's dotted
  *   path, zod's message.
  *
@@ -23,30 +24,35 @@ import type { ServerEnv } from "./state.ts";
 /** The message of every body that is not a JSON object. */
 export const NOT_A_JSON_OBJECT = "The body must be a JSON object";
 
-/** Edit distance of two short names (Levenshtein), for suggesting the nearest field. */
+/**
+ * Edit distance of two short names, counting a swap of two neighbouring letters as one edit
+ * (optimal string alignment), since swaps are the commonest typo.
+ */
 function distance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => [i]);
+  for (let j = 1; j <= b.length; j++) d[0][j] = j;
   for (let i = 1; i <= a.length; i++) {
-    const row = [i];
     for (let j = 1; j <= b.length; j++) {
-      const substitution = previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1);
-      row.push(Math.min(previous[j] + 1, row[j - 1] + 1, substitution));
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+      }
     }
-    previous = row;
   }
-  return previous[b.length];
+  return d[a.length][b.length];
 }
 
 /**
  * The known name closest to `name`, when it is close enough to be a likely typo: at most a
- * third of the name's letters (and at least one) differ, or one is the other with a prefix
- * or suffix (`timeout` for `timeout_ms`).
+ * third of the name's letters (and at least one) differ, a swap of neighbours counting as one,
+ * or one is the other with a prefix or suffix (`timeout` for `timeout_ms`).
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  * import { nearestName } from "./request.ts";
- * assert.equal(nearestName("pahts", ["path", "depth"]), "path");
+ * assert.equal(nearestName("pahts", ["paths", "depth"]), "paths");
  * assert.equal(nearestName("colour", ["path", "depth"]), undefined);
  * ```
  */
