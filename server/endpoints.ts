@@ -94,9 +94,13 @@ type Row<Id extends string = string> = readonly [
   limits?: EndpointLimits,
 ];
 
-// Declared `as const` so every id is a literal type: the handler maps below are typed by them,
-// and a misspelled or missing handler fails the type check instead of answering unimplemented.
-const TABLE = {
+/**
+ * The table's rows by group (the agents group's are {@linkcode AGENTS_ROWS}): id, method, path,
+ * scopes, summary and default limits. Declared `as const` so every id is a literal type: the
+ * handler maps are typed by them, and a misspelled or missing handler fails the type check
+ * instead of answering unimplemented. {@linkcode ENDPOINTS} is the expanded form.
+ */
+export const ENDPOINT_ROWS = {
   core: [
     ["health", "GET", "/health", [], "Whether the server is up; needs no token"],
     ["capabilities", "GET", "/capabilities", [], "The capabilities document for the caller"],
@@ -174,7 +178,8 @@ const TABLE = {
 } as const satisfies Readonly<Record<Exclude<EndpointGroup, "agents">, readonly Row[]>>;
 
 /** The ids of one group of the table (not `agents`; see {@linkcode AgentsId}). */
-export type GroupId<G extends Exclude<EndpointGroup, "agents">> = (typeof TABLE)[G][number][0];
+export type GroupId<G extends Exclude<EndpointGroup, "agents">> =
+  (typeof ENDPOINT_ROWS)[G][number][0];
 /** The core group's endpoint ids. */
 export type CoreId = GroupId<"core">;
 /** The commands group's endpoint ids. */
@@ -197,7 +202,7 @@ export type EndpointId = GroupId<Exclude<EndpointGroup, "agents">> | AgentsId;
 
 function expand(): EndpointSpec[] {
   const specs: EndpointSpec[] = [];
-  const groups = Object.entries(TABLE) as [EndpointGroup, readonly Row<EndpointId>[]][];
+  const groups = Object.entries(ENDPOINT_ROWS) as [EndpointGroup, readonly Row<EndpointId>[]][];
   for (const [group, rows] of groups) {
     for (const [id, method, path, scopes, summary, limits] of rows) {
       specs.push({

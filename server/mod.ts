@@ -21,15 +21,19 @@
 
 export { type SandbarServer, startServer, type StartServerOptions } from "./serve.ts";
 export {
+  ENDPOINT_ROWS,
   type EndpointGroup,
+  type EndpointId,
   type EndpointLimits,
   type EndpointMethod,
   ENDPOINTS,
   ENDPOINTS_BY_ID,
   type EndpointSpec,
+  type GroupId,
   GROUPS,
   OPT_IN_GROUPS,
 } from "./endpoints.ts";
+export { AGENTS_ROWS, type AgentsId, type AgentsRow } from "./endpoint_table/agents.ts";
 export {
   type CommandArg,
   type CommandArgType,
