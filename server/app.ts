@@ -1,6 +1,6 @@
 /**
  * The Hono applications, built from the endpoint table: one for the HTTP port and one for the
- * PTY port. Every route gets the same pipeline (`server/pipeline.ts`), in the contract's order:
+ * PTY port. Every route gets the same pipeline (`server/pipeline/`), in the contract's order:
  * match (the router), authenticate, admit, duplicate parameters, body limit, the handler and its
  * guards, and the audit entry.
  *
@@ -10,9 +10,9 @@
 import { Hono } from "hono";
 import { ApiError, renderError } from "./errors.ts";
 import type { EndpointHandler, HandlerMap } from "./handlers/types.ts";
-import type { AuditSink } from "./middleware/audit/index.ts";
-import { asApiError, createPipeline } from "./pipeline.ts";
-import { StaticFirstRouter } from "./router.ts";
+import type { AuditSink } from "./pipeline/audit.ts";
+import { asApiError, createPipeline } from "./pipeline/run.ts";
+import { StaticFirstRouter } from "./pipeline/match.ts";
 import type { EndpointState } from "./policy/compile.ts";
 import type { ServerEnv, ServerState } from "./state.ts";
 

@@ -14,7 +14,9 @@
  * @module
  */
 
-import { AGENTS_ROWS } from "./endpoint_table/agents.ts";
+import { AGENTS_ROWS, type AgentsId } from "./endpoint_table/agents.ts";
+
+export type { AgentsId } from "./endpoint_table/agents.ts";
 
 /** The nine endpoint groups. A group name is an alias for its endpoint ids in the policy. */
 export type EndpointGroup =
@@ -44,7 +46,7 @@ export interface EndpointLimits {
 /** One row of the endpoint table. */
 export interface EndpointSpec {
   /** The id used by the policy, the audit log, `GET /capabilities` and the client. */
-  id: string;
+  id: EndpointId;
   /** HTTP method. `pty_connect` is a `GET` upgraded to a WebSocket. */
   method: EndpointMethod;
   /** Route path with Hono-style `:param` segments. */
@@ -83,8 +85,8 @@ export const GROUP_SIZES: Readonly<Record<EndpointGroup, number>> = {
 
 const GiB = 1024 * 1024 * 1024;
 
-type Row = readonly [
-  id: string,
+type Row<Id extends string = string> = readonly [
+  id: Id,
   method: EndpointMethod,
   path: string,
   scopes: readonly string[],
@@ -92,7 +94,13 @@ type Row = readonly [
   limits?: EndpointLimits,
 ];
 
-const TABLE: Readonly<Record<Exclude<EndpointGroup, "agents">, readonly Row[]>> = {
+/**
+ * The table's rows by group (the agents group's are {@linkcode AGENTS_ROWS}): id, method, path,
+ * scopes, summary and default limits. Declared `as const` so every id is a literal type: the
+ * handler maps are typed by them, and a misspelled or missing handler fails the type check
+ * instead of answering unimplemented. {@linkcode ENDPOINTS} is the expanded form.
+ */
+export const ENDPOINT_ROWS = {
   core: [
     ["health", "GET", "/health", [], "Whether the server is up; needs no token"],
     ["capabilities", "GET", "/capabilities", [], "The capabilities document for the caller"],
@@ -167,11 +175,35 @@ const TABLE: Readonly<Record<Exclude<EndpointGroup, "agents">, readonly Row[]>> 
     ["browser_pdf", "POST", "/browser/pdf", ["browser:use"], "PDF of the page"],
     ["browser_console", "GET", "/browser/console", ["browser:use"], "Console since last call"],
   ],
-};
+} as const satisfies Readonly<Record<Exclude<EndpointGroup, "agents">, readonly Row[]>>;
+
+/** The ids of one group of the table (not `agents`; see {@linkcode AgentsId}). */
+export type GroupId<G extends Exclude<EndpointGroup, "agents">> =
+  (typeof ENDPOINT_ROWS)[G][number][0];
+/** The core group's endpoint ids. */
+export type CoreId = GroupId<"core">;
+/** The commands group's endpoint ids. */
+export type CommandsId = GroupId<"commands">;
+/** The file_ops group's endpoint ids. */
+export type FileOpsId = GroupId<"file_ops">;
+/** The process group's endpoint ids. */
+export type ProcessId = GroupId<"process">;
+/** The terminal group's endpoint ids. */
+export type TerminalId = GroupId<"terminal">;
+/** The system group's endpoint ids. */
+export type SystemId = GroupId<"system">;
+/** The dev_tools group's endpoint ids. */
+export type DevToolsId = GroupId<"dev_tools">;
+/** The browser group's endpoint ids. */
+export type BrowserId = GroupId<"browser">;
+
+/** Every endpoint id of the table. */
+export type EndpointId = GroupId<Exclude<EndpointGroup, "agents">> | AgentsId;
 
 function expand(): EndpointSpec[] {
   const specs: EndpointSpec[] = [];
-  for (const [group, rows] of Object.entries(TABLE) as [EndpointGroup, readonly Row[]][]) {
+  const groups = Object.entries(ENDPOINT_ROWS) as [EndpointGroup, readonly Row<EndpointId>[]][];
+  for (const [group, rows] of groups) {
     for (const [id, method, path, scopes, summary, limits] of rows) {
       specs.push({
         id,

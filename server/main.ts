@@ -18,7 +18,7 @@
 
 import { parseArgs } from "node:util";
 import { HANDLERS } from "./handlers/mod.ts";
-import { jsonLinesSink } from "./middleware/audit/index.ts";
+import { jsonLinesSink } from "./pipeline/audit.ts";
 import { hideFromSameUser } from "./hardening.ts";
 import { narrowedServerArgv } from "./launch.ts";
 import { compilePolicy } from "./policy/compile.ts";

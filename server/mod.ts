@@ -21,15 +21,19 @@
 
 export { type SandbarServer, startServer, type StartServerOptions } from "./serve.ts";
 export {
+  ENDPOINT_ROWS,
   type EndpointGroup,
+  type EndpointId,
   type EndpointLimits,
   type EndpointMethod,
   ENDPOINTS,
   ENDPOINTS_BY_ID,
   type EndpointSpec,
+  type GroupId,
   GROUPS,
   OPT_IN_GROUPS,
 } from "./endpoints.ts";
+export { AGENTS_ROWS, type AgentsId, type AgentsRow } from "./endpoint_table/agents.ts";
 export {
   type CommandArg,
   type CommandArgType,
@@ -49,5 +53,5 @@ export type {
 export { ApiError, type ApiErrorOptions, type ErrorCode } from "./errors.ts";
 export { type ServerAddresses, type ServerEnv, ServerState, type Service } from "./state.ts";
 export type { PresetName } from "./policy/presets.ts";
-export type { AuditEntry, AuditSink } from "./middleware/audit/index.ts";
+export type { AuditEntry, AuditSink } from "./pipeline/audit.ts";
 export type { CompiledPolicy, EndpointState, Identity, PathSettings } from "./policy/compile.ts";

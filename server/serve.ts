@@ -10,7 +10,7 @@ import { pathToFileURL } from "node:url";
 import { buildApps } from "./app.ts";
 import { CommandRegistry } from "./commands/registry.ts";
 import { HANDLERS } from "./handlers/mod.ts";
-import { type AuditSink, jsonLinesSink } from "./middleware/audit/index.ts";
+import { type AuditSink, jsonLinesSink } from "./pipeline/audit.ts";
 import { compilePolicy } from "./policy/compile.ts";
 import { loadPolicyFile } from "./policy/load.ts";
 import type { PolicyFile } from "./policy/schema.ts";

@@ -1,9 +1,8 @@
 /**
- * The client's own copy of the server's routes: endpoint id → `"METHOD /path"`. The SDK does
+ * The client's copy of the server's routes: endpoint id → `"METHOD /path"`. The SDK does
  * not import the server at run time (a browser or edge bundle of the client must not pull in
- * Hono, zod and the policy engine), so the routes are restated here as data, and
- * `tests/sdk/endpoint_methods_test.ts` checks them against the server's endpoint table row by
- * row: a drift fails the test, not a user.
+ * Hono, zod and the policy engine), so the routes are written here as data, generated from
+ * the server's endpoint table by `scripts/generate_endpoint_files.ts`; do not edit by hand.
  *
  * @module
  */
@@ -13,8 +12,9 @@
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ROUTES } from "./routes.ts";
- * ROUTES.files_download; // "GET /files"
+ * assert.equal(ROUTES.files_download, "GET /files");
  * ```
  */
 export const ROUTES: Readonly<Record<string, string>> = {

@@ -24,6 +24,7 @@
  */
 
 import { ApiError } from "../errors.ts";
+import { unknownField } from "../request.ts";
 
 /** The JSON types an argument may have. */
 export type CommandArgType = "string" | "number" | "integer" | "boolean" | "object" | "array";
@@ -177,9 +178,7 @@ export class CommandRegistry {
     const given = args as Record<string, unknown>;
     for (const key of Object.keys(given)) {
       if (!Object.hasOwn(entry.args, key)) {
-        throw new ApiError("invalid_arguments", `Unknown argument "${key}" for ${name}`, {
-          param: key,
-        });
+        throw unknownField(key, Object.keys(entry.args), "argument", ` for ${name}`);
       }
     }
     for (const [key, spec] of Object.entries(entry.args)) {

@@ -10,8 +10,11 @@
 /** One row: endpoint id, HTTP method, path (Hono-style `:param`). */
 export type AgentsRow = readonly [id: string, method: "GET" | "POST" | "DELETE", path: string];
 
-/** The agents group, as rows. `server/endpoints.ts` expands them into endpoint specs. */
-export const AGENTS_ROWS: readonly AgentsRow[] = [
+/**
+ * The agents group, as rows, `as const` so that {@linkcode AgentsId} lists the ids.
+ * `server/endpoints.ts` expands them into endpoint specs.
+ */
+export const AGENTS_ROWS = [
   ["agents_create", "POST", "/v1/agents"],
   ["agents_retrieve", "GET", "/v1/agents/:agent_id"],
   ["agents_update", "POST", "/v1/agents/:agent_id"],
@@ -142,4 +145,7 @@ export const AGENTS_ROWS: readonly AgentsRow[] = [
   ["agents_files_retrieve", "GET", "/v1/files/:file_id"],
   ["agents_files_content", "GET", "/v1/files/:file_id/content"],
   ["agents_files_delete", "DELETE", "/v1/files/:file_id"],
-];
+] as const satisfies readonly AgentsRow[];
+
+/** The agents group's endpoint ids. */
+export type AgentsId = (typeof AGENTS_ROWS)[number][0];

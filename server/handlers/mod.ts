@@ -13,9 +13,10 @@ import { fileOpsHandlers } from "./file_ops/index.ts";
 import { processHandlers } from "./process/index.ts";
 import { systemHandlers } from "./system/index.ts";
 import { terminalHandlers } from "./terminal/index.ts";
-import type { HandlerMap } from "./types.ts";
+import type { AgentsId, EndpointId } from "../endpoints.ts";
+import type { GroupHandlers, HandlerMap } from "./types.ts";
 
-/** All handlers. */
+/** All handlers; every group but `agents` is complete, which the type check enforces. */
 export const HANDLERS: HandlerMap = {
   ...coreHandlers,
   ...commandsHandlers,
@@ -25,4 +26,4 @@ export const HANDLERS: HandlerMap = {
   ...devToolsHandlers,
   ...terminalHandlers,
   ...browserHandlers,
-};
+} satisfies GroupHandlers<Exclude<EndpointId, AgentsId>>;

@@ -9,10 +9,23 @@
  */
 
 import type { Context } from "hono";
+import type { EndpointId } from "../endpoints.ts";
 import type { ServerEnv } from "../state.ts";
 
 /** One endpoint's handler. */
 export type EndpointHandler = (c: Context<ServerEnv>) => Response | Promise<Response>;
 
-/** Handlers by endpoint id. */
-export type HandlerMap = Readonly<Record<string, EndpointHandler>>;
+/**
+ * A complete group's handlers: one for every id of `Id`, and nothing else. Written as an object
+ * literal of this type, a misspelled id is an excess property and a missing one a missing
+ * property, so both fail `deno check`.
+ */
+export type GroupHandlers<Id extends EndpointId> = { readonly [K in Id]: EndpointHandler };
+
+/**
+ * Handlers by endpoint id, where some ids may have none yet (answered as off with the rule
+ * `code:unimplemented:<group>`). An id outside the table still fails the type check.
+ */
+export type HandlerMap<Id extends EndpointId = EndpointId> = {
+  readonly [K in Id]?: EndpointHandler;
+};

@@ -16,7 +16,7 @@ function resolve(root: unknown, dotted: string): unknown {
 }
 
 Deno.test("every endpoint id of the server's table is in ENDPOINT_METHODS, and nothing else", () => {
-  const ids = ENDPOINTS.map((e) => e.id);
+  const ids: string[] = ENDPOINTS.map((e) => e.id);
   assert.equal(ids.length, 118);
   const missing = ids.filter((id) => !Object.hasOwn(ENDPOINT_METHODS, id));
   assert.deepEqual(missing, [], `not covered: ${missing.join(", ")}`);

@@ -56,7 +56,9 @@ Deno.test("named commands: list, run, unknown, bad arguments", async (t) => {
     for (const body of ["[1]", "not json", '"str"']) {
       const res = await post("greet", body);
       assert.equal(res.status, 400, body);
-      assert.equal((await res.json()).code, "invalid_arguments");
+      const err = await res.json();
+      assert.equal(err.code, "invalid_request");
+      assert.equal(err.param, "body");
     }
   });
 });

@@ -1,7 +1,10 @@
 // The endpoint table: the contract's counts, unique ids and routes, and docs derived from it.
 import assert from "node:assert/strict";
 import { ENDPOINTS, GROUP_SIZES, GROUPS } from "../../server/endpoints.ts";
-import { ENDPOINT_DOCS, renderEndpointDocs } from "../../scripts/endpoint_docs.ts";
+import { dirname, join } from "node:path";
+import { generatedFiles, staleFiles } from "../../scripts/generate_endpoint_files.ts";
+
+const GENERATOR = new URL("../../scripts/generate_endpoint_files.ts", import.meta.url).href;
 
 Deno.test("the table has the contract's 118 endpoints in its group counts", () => {
   assert.equal(ENDPOINTS.length, 118);
@@ -22,7 +25,32 @@ Deno.test("the table has the contract's 118 endpoints in its group counts", () =
   assert.ok(ENDPOINTS.some((e) => e.id === "files_download_legacy" && e.path === "/download"));
 });
 
-Deno.test("docs/endpoints.md is generated from the table and up to date", async () => {
-  const onDisk = await Deno.readTextFile(ENDPOINT_DOCS);
-  assert.equal(onDisk, renderEndpointDocs(), "run: deno run -A scripts/endpoint_docs.ts");
+Deno.test("docs/endpoints.md and sdk/client/routes.ts are generated from the table, current", async () => {
+  assert.deepEqual(generatedFiles().map((f) => f.path), [
+    "docs/endpoints.md",
+    "sdk/client/routes.ts",
+  ]);
+  assert.deepEqual(await staleFiles(), [], "run: deno run -A scripts/generate_endpoint_files.ts");
+  const check = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-read", GENERATOR, "--check"],
+  }).output();
+  assert.equal(check.code, 0, "the generator's --check passes on the repository");
+});
+
+Deno.test("a stale or a missing generated file is found", async () => {
+  const root = await Deno.makeTempDir({ prefix: "sandbar-generated-" });
+  try {
+    for (const { path, text } of generatedFiles()) {
+      await Deno.mkdir(dirname(join(root, path)), { recursive: true });
+      const edited = path.endsWith("routes.ts")
+        ? text.replace('"GET /files"', '"GET /file"')
+        : text;
+      await Deno.writeTextFile(join(root, path), edited);
+    }
+    assert.deepEqual(await staleFiles(root), ["sdk/client/routes.ts"]);
+    await Deno.remove(join(root, "docs/endpoints.md"));
+    assert.deepEqual(await staleFiles(root), ["docs/endpoints.md", "sdk/client/routes.ts"]);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
 });

@@ -16,8 +16,9 @@ import { BrowserManager } from "../../browser/manager.ts";
 import type { PageSession, Refusals } from "../../browser/session.ts";
 import { refusalError, UrlGuard } from "../../guards/urls/index.ts";
 import type { ServerEnv } from "../../state.ts";
-import { readJson } from "../process/request.ts";
-import type { HandlerMap } from "../types.ts";
+import { readBody } from "../../request.ts";
+import type { GroupHandlers } from "../types.ts";
+import type { BrowserId } from "../../endpoints.ts";
 import type { Page } from "puppeteer-core";
 import {
   ClickBody,
@@ -87,9 +88,9 @@ function bytes(data: Uint8Array, type: string): Response {
 }
 
 /** The browser group's handlers. */
-export const browserHandlers: HandlerMap = {
+export const browserHandlers: GroupHandlers<BrowserId> = {
   browser_navigate: async (c) => {
-    const body = await readJson(c, NavigateBody);
+    const body = await readBody(c, NavigateBody);
     const refusal = manager(c).guard.checkUrl(body.url, true);
     if (refusal) throw refusalError(refusal, "url");
     const args = {
@@ -103,18 +104,18 @@ export const browserHandlers: HandlerMap = {
     );
   },
   browser_screenshot: async (c) => {
-    const body = await readJson(c, ScreenshotBody);
+    const body = await readBody(c, ScreenshotBody);
     const png = await onPage(c, (s, page) => actions.screenshot(s, page, body.full_page ?? false));
     return bytes(png, "image/png");
   },
   browser_content: async (c) => c.json(await onPage(c, (s, page) => actions.content(s, page))),
   browser_click: async (c) => {
-    const body = await readJson(c, ClickBody);
+    const body = await readBody(c, ClickBody);
     const ms = body.timeout_ms ?? CLICK_TIMEOUT_MS;
     return c.json(await onPage(c, (s, page) => actions.click(s, page, body.selector, ms)));
   },
   browser_type: async (c) => {
-    const body = await readJson(c, TypeBody);
+    const body = await readBody(c, TypeBody);
     const args = {
       selector: body.selector,
       text: body.text,
@@ -125,12 +126,12 @@ export const browserHandlers: HandlerMap = {
     return c.json(await onPage(c, (s, page) => actions.type(s, page, args)));
   },
   browser_evaluate: async (c) => {
-    const body = await readJson(c, EvaluateBody);
+    const body = await readBody(c, EvaluateBody);
     const ms = body.timeout_ms ?? NAVIGATE_TIMEOUT_MS;
     return c.json(await onPage(c, (s, page) => actions.evaluate(s, page, body.script, ms)));
   },
   browser_pdf: async (c) => {
-    const body = await readJson(c, PdfBody);
+    const body = await readBody(c, PdfBody);
     const options = {
       format: body.format ?? "A4",
       landscape: body.landscape ?? false,

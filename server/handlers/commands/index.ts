@@ -6,11 +6,16 @@
  */
 
 import { ApiError } from "../../errors.ts";
+import { z } from "zod";
 import { missingScope } from "../../policy/scopes.ts";
-import type { HandlerMap } from "../types.ts";
+import { readBody } from "../../request.ts";
+import type { GroupHandlers } from "../types.ts";
+import type { CommandsId } from "../../endpoints.ts";
+
+const ArgumentsBody = z.record(z.string(), z.unknown());
 
 /** The commands group's handlers. */
-export const commandsHandlers: HandlerMap = {
+export const commandsHandlers: GroupHandlers<CommandsId> = {
   commands_list: (c) =>
     c.body(c.get("state").commands.listingJson(), 200, { "content-type": "application/json" }),
   commands_run: async (c) => {
@@ -24,15 +29,8 @@ export const commandsHandlers: HandlerMap = {
         scope: lacking,
       });
     }
-    const text = await c.req.text();
-    let args: unknown = {};
-    if (text.trim() !== "") {
-      try {
-        args = JSON.parse(text);
-      } catch {
-        throw new ApiError("invalid_arguments", "Body must be a JSON object of arguments");
-      }
-    }
+    // Any object here; the command's own argument list refuses unknown and wrong arguments.
+    const args = await readBody(c, ArgumentsBody);
     const result = await state.commands.run(name, args, {
       identity: identity.id,
       root: state.root,

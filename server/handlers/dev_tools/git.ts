@@ -19,6 +19,7 @@ import { type CapturedRun, runCaptured } from "../../process/run.ts";
 import type { ServerEnv, ServerState } from "../../state.ts";
 import type { EndpointHandler } from "../types.ts";
 import { parseNumstat, parseStatus } from "./git_parse.ts";
+import { queryBool, queryInt } from "../../request.ts";
 
 const GIT_TIMEOUT_MS = 30000;
 
@@ -127,23 +128,14 @@ const REF = /^(?!-)[A-Za-z0-9._/~^@{}:+-]{1,256}$/;
 /** `GET /git/diff`. */
 export const gitDiff: EndpointHandler = async (c) => {
   const state = c.var.state;
-  const staged = c.req.query("staged");
-  if (staged !== undefined && !["true", "false", "1", "0", ""].includes(staged)) {
-    throw new ApiError("invalid_arguments", "staged must be true or false", { param: "staged" });
-  }
+  const staged = queryBool(c, "staged", false);
   const ref = c.req.query("ref");
   if (ref !== undefined && !REF.test(ref)) {
     throw new ApiError("invalid_arguments", `ref ${JSON.stringify(ref)} is not a revision`, {
       param: "ref",
     });
   }
-  const rawMax = c.req.query("max_bytes");
-  const maxBytes = rawMax === undefined ? 1 << 20 : Number(rawMax);
-  if (!Number.isInteger(maxBytes) || maxBytes < 1 || maxBytes > 16 << 20) {
-    throw new ApiError("invalid_arguments", "max_bytes must be an integer from 1 to 16777216", {
-      param: "max_bytes",
-    });
-  }
+  const maxBytes = queryInt(c, "max_bytes", 1 << 20, 1, 16 << 20);
   const repo = await openRepository(c);
   const file = c.req.query("file");
   const pathspec = file === undefined
@@ -156,7 +148,7 @@ export const gitDiff: EndpointHandler = async (c) => {
     "--no-ext-diff",
     "--no-textconv",
     "--ignore-submodules=all",
-    ...(staged === "true" || staged === "1" ? ["--cached"] : []),
+    ...(staged ? ["--cached"] : []),
     ...(ref ? [ref] : []),
   ];
   const [numstat, text] = await Promise.all([

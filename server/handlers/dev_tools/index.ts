@@ -5,7 +5,8 @@
  * @module
  */
 
-import type { HandlerMap } from "../types.ts";
+import type { GroupHandlers } from "../types.ts";
+import type { DevToolsId } from "../../endpoints.ts";
 import { gitDiff, gitStatus } from "./git.ts";
 import { runCode } from "./run_code.ts";
 
@@ -17,7 +18,7 @@ import { runCode } from "./run_code.ts";
  * const handlers = { ...devToolsHandlers };
  * ```
  */
-export const devToolsHandlers: HandlerMap = {
+export const devToolsHandlers: GroupHandlers<DevToolsId> = {
   run_code: runCode,
   git_status: gitStatus,
   git_diff: gitDiff,

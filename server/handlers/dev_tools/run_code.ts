@@ -18,7 +18,8 @@ import { ApiError } from "../../errors.ts";
 import { commandRules, guardShellCommand } from "../../guards/commands/index.ts";
 import { shell } from "../../process/spawn.ts";
 import type { ServerState } from "../../state.ts";
-import { DEFAULT_MAX_OUTPUT, guardCwd, guardedEnvironment, readJson } from "../process/request.ts";
+import { readBody } from "../../request.ts";
+import { DEFAULT_MAX_OUTPUT, guardCwd, guardedEnvironment } from "../process/request.ts";
 import { runToEnd } from "../process/shell.ts";
 import type { EndpointHandler } from "../types.ts";
 
@@ -91,7 +92,7 @@ function allowedLanguage(state: ServerState, raw: string | undefined): Language 
 /** `POST /code/run`. */
 export const runCode: EndpointHandler = async (c) => {
   const state = c.var.state;
-  const body = await readJson(c, RunCodeBody);
+  const body = await readBody(c, RunCodeBody);
   const language = allowedLanguage(state, body.language);
   if (language === "bash") guardShellCommand(commandRules(state.policy), body.code, "code");
   const env = guardedEnvironment(state, body.env);

@@ -8,14 +8,16 @@
  */
 
 import { fileSystemError } from "../../files/errors.ts";
-import type { EndpointHandler, HandlerMap } from "../types.ts";
+import type { FileOpsId } from "../../endpoints.ts";
+import type { EndpointHandler, GroupHandlers } from "../types.ts";
 import { archive } from "./archive.ts";
 import { deletePath } from "./delete.ts";
 import { download } from "./download.ts";
-import { listDirectory, statPath } from "./list.ts";
+import { listDirectory } from "./list.ts";
 import { makeDirectory } from "./mkdir.ts";
 import { movePath } from "./move.ts";
 import { search } from "./search.ts";
+import { statPath } from "./stat.ts";
 import { upload } from "./upload.ts";
 import { watch } from "./watch.ts";
 
@@ -30,6 +32,15 @@ function withFileErrors(handler: EndpointHandler): EndpointHandler {
   };
 }
 
+/** Every handler of a map wrapped by {@linkcode withFileErrors}, keeping the map's ids. */
+function allWithFileErrors<Id extends FileOpsId>(
+  handlers: GroupHandlers<Id>,
+): GroupHandlers<Id> {
+  const wrapped: Partial<Record<Id, EndpointHandler>> = {};
+  for (const id of Object.keys(handlers) as Id[]) wrapped[id] = withFileErrors(handlers[id]);
+  return wrapped as GroupHandlers<Id>;
+}
+
 /**
  * The file_ops group's handlers.
  *
@@ -38,21 +49,17 @@ function withFileErrors(handler: EndpointHandler): EndpointHandler {
  * export const HANDLERS: HandlerMap = { ...coreHandlers, ...fileOpsHandlers };
  * ```
  */
-export const fileOpsHandlers: HandlerMap = Object.fromEntries(
-  Object.entries(
-    {
-      files_list: listDirectory,
-      files_stat: statPath,
-      files_mkdir: makeDirectory,
-      files_delete: deletePath,
-      files_move: movePath,
-      files_search: search,
-      files_archive: archive,
-      files_watch: watch,
-      files_upload: (c) => upload(c, false),
-      files_download: (c) => download(c, false),
-      files_upload_legacy: (c) => upload(c, true),
-      files_download_legacy: (c) => download(c, true),
-    } satisfies HandlerMap,
-  ).map(([id, h]) => [id, withFileErrors(h)]),
-);
+export const fileOpsHandlers: GroupHandlers<FileOpsId> = allWithFileErrors<FileOpsId>({
+  files_list: listDirectory,
+  files_stat: statPath,
+  files_mkdir: makeDirectory,
+  files_delete: deletePath,
+  files_move: movePath,
+  files_search: search,
+  files_archive: archive,
+  files_watch: watch,
+  files_upload: (c) => upload(c, false),
+  files_download: (c) => download(c, false),
+  files_upload_legacy: (c) => upload(c, true),
+  files_download_legacy: (c) => download(c, true),
+});

@@ -1,5 +1,5 @@
 /**
- * `files_list` (`GET /files/list`) and `files_stat` (`GET /files/stat`).
+ * `files_list` (`GET /files/list`), and the `paths.deny` filter every listing of entries uses.
  *
  * @module
  */
@@ -10,10 +10,9 @@ import { ApiError } from "../../errors.ts";
 import { deniedBy } from "../../guards/paths/index.ts";
 import { resolveGuardedPath } from "../../guards/paths/resolve.ts";
 import { describePath, type FileInfo } from "../../files/info.ts";
-import { entryStatOf } from "../../files/pinned_dir.ts";
 import { walkTree } from "../../files/tree_walk.ts";
 import type { ServerEnv, ServerState } from "../../state.ts";
-import { queryInt } from "./params.ts";
+import { queryInt } from "../../request.ts";
 
 /** The deepest `depth` a listing accepts. */
 export const MAX_LIST_DEPTH = 16;
@@ -55,30 +54,4 @@ export async function listDirectory(c: Context<ServerEnv>): Promise<Response> {
   }
   entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return c.json({ path: g.requested, entries });
-}
-
-/**
- * `GET /files/stat?path=`.
- *
- * @example
- * ```ts ignore
- * files_stat: statPath,
- * ```
- */
-export async function statPath(c: Context<ServerEnv>): Promise<Response> {
-  const state = c.var.state;
-  // The followed check refuses a link whose target is not allowed; the second look describes
-  // the link itself, so `symlink` and `symlink_target` are reported.
-  const target = resolveGuardedPath(state, c.req.query("path"), "read");
-  if (!target.exists) {
-    throw new ApiError("not_found", `${target.requested} does not exist`, { param: "path" });
-  }
-  const g = resolveGuardedPath(state, c.req.query("path"), "read", "path", {
-    followFinal: false,
-  });
-  if (!g.exists) {
-    throw new ApiError("not_found", `${g.requested} does not exist`, { param: "path" });
-  }
-  const link = g.stat!.isSymlink ? await Deno.readLink(g.path).catch(() => null) : null;
-  return c.json(describePath(state, g.requested, entryStatOf(g.stat!), link));
 }

@@ -11,9 +11,9 @@ import { ApiError } from "../../errors.ts";
 import { resolveGuardedPath } from "../../guards/paths/resolve.ts";
 import { makeDirectories } from "../../files/entry_ops.ts";
 import type { ServerEnv } from "../../state.ts";
-import { jsonBody } from "./params.ts";
+import { readBody } from "../../request.ts";
 
-const mkdirBody = z.object({
+const mkdirBody = z.strictObject({
   path: z.unknown(),
   parents: z.boolean().default(true),
   exist_ok: z.boolean().default(true),
@@ -29,7 +29,7 @@ const mkdirBody = z.object({
  */
 export async function makeDirectory(c: Context<ServerEnv>): Promise<Response> {
   const state = c.var.state;
-  const body = await jsonBody(c, mkdirBody);
+  const body = await readBody(c, mkdirBody);
   const g = resolveGuardedPath(state, body.path, "write");
   if (g.exists) {
     if (g.stat!.isDirectory && body.exist_ok) return c.json({ path: g.requested, created: false });

@@ -15,9 +15,9 @@ import { assertTreeRemovable } from "../../guards/paths/tree.ts";
 import { moveEntry } from "../../files/entry_ops.ts";
 import type { ServerEnv } from "../../state.ts";
 import { assertNotAllowedRoot, assertUnchanged } from "./delete.ts";
-import { jsonBody } from "./params.ts";
+import { readBody } from "../../request.ts";
 
-const moveBody = z.object({
+const moveBody = z.strictObject({
   source: z.unknown(),
   destination: z.unknown(),
   overwrite: z.boolean().default(false),
@@ -34,7 +34,7 @@ const moveBody = z.object({
  */
 export async function movePath(c: Context<ServerEnv>): Promise<Response> {
   const state = c.var.state;
-  const body = await jsonBody(c, moveBody);
+  const body = await readBody(c, moveBody);
   const s = resolveGuardedPath(state, body.source, "delete", "source");
   const d = resolveGuardedPath(state, body.destination, "write", "destination", {
     followFinal: false,

@@ -11,9 +11,9 @@ import { resolveGuardedPath } from "../../guards/paths/resolve.ts";
 import { searchTree } from "../../files/search.ts";
 import type { ServerEnv } from "../../state.ts";
 import { isDeniedEntry } from "./list.ts";
-import { jsonBody } from "./params.ts";
+import { readBody } from "../../request.ts";
 
-const searchBody = z.object({
+const searchBody = z.strictObject({
   path: z.unknown(),
   pattern: z.string().min(1).max(1024).optional(),
   content: z.string().min(1).max(4096).optional(),
@@ -36,7 +36,7 @@ const searchBody = z.object({
  */
 export async function search(c: Context<ServerEnv>): Promise<Response> {
   const state = c.var.state;
-  const body = await jsonBody(c, searchBody);
+  const body = await readBody(c, searchBody);
   if (body.pattern === undefined && body.content === undefined) {
     throw new ApiError("invalid_arguments", "Give a pattern, a content, or both", {
       param: "pattern",

@@ -12,7 +12,8 @@ import type { OutputChunk } from "../../process/output.ts";
 import { type ProcessEntry, processTable } from "../../process/table.ts";
 import type { ServerEnv } from "../../state.ts";
 import type { EndpointHandler } from "../types.ts";
-import { readJson, spawnFailure, spawnRequest, StartBody } from "./request.ts";
+import { queryBool, querySeconds, readBody } from "../../request.ts";
+import { spawnFailure, spawnRequest, StartBody } from "./request.ts";
 import { exitFields } from "./shell.ts";
 
 /** The ProcessInfo object. */
@@ -50,28 +51,9 @@ function lookup(c: Context<ServerEnv>): ProcessEntry {
   return entry;
 }
 
-function flag(c: Context<ServerEnv>, name: string): boolean {
-  const v = c.req.query(name);
-  if (v === undefined || v === "" || v === "false" || v === "0") return false;
-  if (v === "true" || v === "1") return true;
-  throw new ApiError("invalid_arguments", `${name} must be true or false`, { param: name });
-}
-
-function seconds(c: Context<ServerEnv>, name: string, max: number): number | undefined {
-  const v = c.req.query(name);
-  if (v === undefined || v === "") return undefined;
-  const n = Number(v);
-  if (!Number.isFinite(n) || n < 0 || n > max) {
-    throw new ApiError("invalid_arguments", `${name} must be seconds from 0 to ${max}`, {
-      param: name,
-    });
-  }
-  return n;
-}
-
 /** `POST /process/start`. */
 export const processStart: EndpointHandler = async (c) => {
-  const body = await readJson(c, StartBody);
+  const body = await readBody(c, StartBody);
   const state = c.var.state;
   const request = await spawnRequest(state, body, 0);
   request.stdin = body.stdin ?? true;
@@ -91,7 +73,7 @@ export const processStart: EndpointHandler = async (c) => {
 
 /** `GET /process`. */
 export const processList: EndpointHandler = (c) => {
-  const onlyRunning = flag(c, "running");
+  const onlyRunning = queryBool(c, "running", false);
   const entries = processTable(c.var.state).list(c.var.identity.id)
     .filter((e) => !onlyRunning || e.exit === null);
   return c.json({ processes: entries.map(processInfo) });
@@ -100,8 +82,8 @@ export const processList: EndpointHandler = (c) => {
 /** `GET /process/:pid`. */
 export const processGet: EndpointHandler = async (c) => {
   const entry = lookup(c);
-  if (flag(c, "wait") && entry.exit === null) {
-    const wait = (seconds(c, "timeout", 300) ?? 30) * 1000;
+  if (queryBool(c, "wait", false) && entry.exit === null) {
+    const wait = (querySeconds(c, "timeout", 300) ?? 30) * 1000;
     let timer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([
       entry.process.exited,
@@ -131,7 +113,7 @@ const SignalBody = z.strictObject({ signal: z.union([z.string(), z.number()]).op
 /** `POST /process/:pid/signal`. */
 export const processSignal: EndpointHandler = async (c) => {
   const entry = lookup(c);
-  const body = await readJson(c, SignalBody);
+  const body = await readBody(c, SignalBody);
   const raw = String(body.signal ?? "SIGTERM").toUpperCase();
   const name = SIGNALS[raw] ?? (SIGNAL_NAMES.has(raw as Deno.Signal) ? raw as Deno.Signal : null) ??
     (SIGNAL_NAMES.has(`SIG${raw}` as Deno.Signal) ? `SIG${raw}` as Deno.Signal : null);
@@ -163,7 +145,7 @@ function decodeBase64(text: string): Uint8Array {
 /** `POST /process/:pid/stdin`. */
 export const processStdin: EndpointHandler = async (c) => {
   const entry = lookup(c);
-  const body = await readJson(c, StdinBody);
+  const body = await readBody(c, StdinBody);
   const p = entry.process;
   if (entry.exit !== null) throw new ApiError("conflict", `Process ${p.pid} has exited`);
   if (!p.stdinOpen) throw new ApiError("conflict", `stdin of process ${p.pid} is closed`);
@@ -201,7 +183,7 @@ export const processOutput: EndpointHandler = (c) => {
     });
   }
   let offset = Number(rawOffset);
-  if (!flag(c, "follow")) {
+  if (!queryBool(c, "follow", false)) {
     const slice = log.read(offset);
     return c.json({
       pid: entry.process.pid,
@@ -213,7 +195,7 @@ export const processOutput: EndpointHandler = (c) => {
       exit_code: entry.exit?.exitCode ?? null,
     });
   }
-  const timeout = seconds(c, "timeout", 86400);
+  const timeout = querySeconds(c, "timeout", 86400);
   const stop = new AbortController();
   const timer = timeout === undefined ? undefined : setTimeout(() => stop.abort(), timeout * 1000);
   const encoder = new TextEncoder();

@@ -5,7 +5,8 @@
  * @module
  */
 
-import type { HandlerMap } from "../types.ts";
+import type { GroupHandlers } from "../types.ts";
+import type { ProcessId } from "../../endpoints.ts";
 import {
   processGet,
   processList,
@@ -24,7 +25,7 @@ import { shell, shellStream } from "./shell.ts";
  * const handlers = { ...processHandlers };
  * ```
  */
-export const processHandlers: HandlerMap = {
+export const processHandlers: GroupHandlers<ProcessId> = {
   shell,
   shell_stream: shellStream,
   process_start: processStart,

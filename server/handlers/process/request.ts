@@ -1,13 +1,11 @@
 /**
- * Reading the bodies of the process group (and of `run_code`) and turning one into a
- * {@linkcode SpawnRequest} through every guard a process start passes: the command rules on
+ * The body schemas of the process group, and turning a body into a {@linkcode SpawnRequest} through every guard a process start passes: the command rules on
  * `cmd` or `argv`, the path guard on `cwd` (an existing directory), and the environment guard
  * on `env`, over the environment store.
  *
  * @module
  */
 
-import type { Context } from "hono";
 import { z } from "zod";
 import { ApiError } from "../../errors.ts";
 import { commandRules, guardArgv, guardShellCommand } from "../../guards/commands/index.ts";
@@ -15,7 +13,7 @@ import { envRules, guardEnv } from "../../guards/env/index.ts";
 import { resolveGuardedPath } from "../../guards/paths/resolve.ts";
 import { environmentStore } from "../../process/environment.ts";
 import type { SpawnRequest } from "../../process/spawn.ts";
-import type { ServerEnv, ServerState } from "../../state.ts";
+import type { ServerState } from "../../state.ts";
 
 const MiB = 1024 * 1024;
 
@@ -45,44 +43,6 @@ export const StartBody = z.strictObject({
 
 /** Default per-stream limit of `shell` output. */
 export const DEFAULT_MAX_OUTPUT = 16 * MiB;
-
-/**
- * Read a JSON body and parse it with `schema`. Not JSON: `invalid_request`; a wrong or unknown
- * key: `invalid_arguments` naming it.
- *
- * @example
- * ```ts ignore
- * const body = await readJson(c, ShellBody);
- * ```
- */
-export async function readJson<T extends z.ZodType>(
-  c: Context<ServerEnv>,
-  schema: T,
-): Promise<z.output<T>> {
-  const text = await c.req.text();
-  let raw: unknown = {};
-  if (text.trim() !== "") {
-    try {
-      raw = JSON.parse(text);
-    } catch {
-      throw new ApiError("invalid_request", "Body must be JSON");
-    }
-  }
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    throw new ApiError("invalid_request", "Body must be a JSON object");
-  }
-  const parsed = schema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const keys = issue.code === "unrecognized_keys" ? issue.keys : [];
-    const param = keys.length > 0 ? keys[0] : issue.path.join(".") || undefined;
-    const message = keys.length > 0
-      ? `Unknown key ${JSON.stringify(keys[0])}`
-      : `${param ?? "body"}: ${issue.message}`;
-    throw new ApiError("invalid_arguments", message, { param });
-  }
-  return parsed.data;
-}
 
 /** The guarded working directory: `raw` (default the root), an existing directory. */
 export async function guardCwd(state: ServerState, raw: unknown): Promise<string> {

@@ -10,7 +10,8 @@ import type { ExitInfo, SpawnRequest } from "../../process/spawn.ts";
 import { type ProcessEntry, processTable } from "../../process/table.ts";
 import type { ServerState } from "../../state.ts";
 import type { EndpointHandler } from "../types.ts";
-import { DEFAULT_MAX_OUTPUT, readJson, ShellBody, spawnFailure, spawnRequest } from "./request.ts";
+import { readBody } from "../../request.ts";
+import { DEFAULT_MAX_OUTPUT, ShellBody, spawnFailure, spawnRequest } from "./request.ts";
 
 /** Default timeout of `shell` and `shell_stream`, in seconds (the SDK's `commands.run`). */
 const DEFAULT_TIMEOUT = 60;
@@ -71,7 +72,7 @@ export async function runToEnd(
 
 /** `POST /process/shell`. */
 export const shell: EndpointHandler = async (c) => {
-  const body = await readJson(c, ShellBody);
+  const body = await readBody(c, ShellBody);
   const request = await spawnRequest(c.var.state, body, DEFAULT_TIMEOUT);
   request.stdinText = body.stdin;
   const result = await runToEnd(
@@ -92,7 +93,7 @@ function line(value: unknown): Uint8Array {
 
 /** `POST /process/shell/stream`. */
 export const shellStream: EndpointHandler = async (c) => {
-  const body = await readJson(c, ShellBody);
+  const body = await readBody(c, ShellBody);
   const state = c.var.state;
   const request = await spawnRequest(state, body, DEFAULT_TIMEOUT);
   request.stdinText = body.stdin;

@@ -9,7 +9,7 @@ import { ApiError } from "../../errors.ts";
 import { envRules, guardEnv } from "../../guards/env/index.ts";
 import { environmentStore } from "../../process/environment.ts";
 import type { EndpointHandler } from "../types.ts";
-import { readJson } from "../process/request.ts";
+import { readBody } from "../../request.ts";
 
 const SetEnvBody = z.strictObject({ env: z.unknown().optional() });
 
@@ -19,7 +19,7 @@ export const getEnv: EndpointHandler = (c) =>
 
 /** `POST /system/env`. */
 export const setEnv: EndpointHandler = async (c) => {
-  const body = await readJson(c, SetEnvBody);
+  const body = await readBody(c, SetEnvBody);
   if (body.env === undefined) {
     throw new ApiError("env_invalid", "env is required", { param: "env" });
   }

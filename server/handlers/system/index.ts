@@ -5,7 +5,8 @@
  * @module
  */
 
-import type { HandlerMap } from "../types.ts";
+import type { GroupHandlers } from "../types.ts";
+import type { SystemId } from "../../endpoints.ts";
 import { getEnv, setEnv } from "./env.ts";
 import { info } from "./info.ts";
 import { metrics } from "./metrics.ts";
@@ -20,7 +21,7 @@ import { ports } from "./ports.ts";
  * const handlers = { ...systemHandlers };
  * ```
  */
-export const systemHandlers: HandlerMap = {
+export const systemHandlers: GroupHandlers<SystemId> = {
   system_info: info,
   system_metrics: metrics,
   system_env: getEnv,

@@ -13,7 +13,8 @@
 
 import { ApiError } from "../../errors.ts";
 import { TooManyTerminalsError } from "../../pty/manager.ts";
-import { guardCwd, readJson } from "../process/request.ts";
+import { readBody } from "../../request.ts";
+import { guardCwd } from "../process/request.ts";
 import type { EndpointHandler } from "../types.ts";
 import { guardShell, shellEnvironment } from "./guards.ts";
 import { terminals } from "./lookup.ts";
@@ -23,7 +24,7 @@ import { viewTerminal } from "./view.ts";
 /** The `pty_create` handler. */
 export const ptyCreate: EndpointHandler = async (c) => {
   const state = c.var.state;
-  const body = await readJson(c, CreateBody);
+  const body = await readBody(c, CreateBody);
   const cwd = await guardCwd(state, body.cwd);
   const env = shellEnvironment(state, body.env);
   const program = guardShell(state, body.shell, body.args, cwd, env);

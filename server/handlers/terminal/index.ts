@@ -6,11 +6,12 @@
  */
 
 import { ApiError } from "../../errors.ts";
-import type { HandlerMap } from "../types.ts";
+import type { GroupHandlers } from "../types.ts";
+import type { TerminalId } from "../../endpoints.ts";
 import { ptyConnect } from "./connect.ts";
 import { ptyCreate } from "./create.ts";
 import { findTerminal, terminals } from "./lookup.ts";
-import { readJson } from "../process/request.ts";
+import { readBody } from "../../request.ts";
 import { ResizeBody } from "./schema.ts";
 import { viewTerminal } from "./view.ts";
 
@@ -22,7 +23,7 @@ import { viewTerminal } from "./view.ts";
  * export const HANDLERS: HandlerMap = { ...terminalHandlers };
  * ```
  */
-export const terminalHandlers: HandlerMap = {
+export const terminalHandlers: GroupHandlers<TerminalId> = {
   pty_create: ptyCreate,
   pty_list: (c) => {
     const url = c.var.state.addresses.ptyUrl;
@@ -32,7 +33,7 @@ export const terminalHandlers: HandlerMap = {
   pty_get: (c) => c.json(viewTerminal(findTerminal(c), c.var.state.addresses.ptyUrl)),
   pty_resize: async (c) => {
     const terminal = findTerminal(c);
-    const size = await readJson(c, ResizeBody);
+    const size = await readBody(c, ResizeBody);
     if (!terminal.running) {
       throw new ApiError("conflict", `Terminal ${terminal.options.id} has exited`);
     }

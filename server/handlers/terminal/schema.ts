@@ -1,9 +1,8 @@
 /**
  * Wire schemas of the terminal group: the bodies of `POST /pty` and `POST /pty/:id/resize` and
  * the control messages a WebSocket client sends. Shapes are documented in
- * `docs/server/terminal.md`. Bodies are read with the process group's `readJson`, so a refusal
- * reads the same in both groups (`invalid_request` for non-JSON, `invalid_arguments` naming the
- * field).
+ * `docs/server/terminal.md`. Bodies are read by the server's one request reader
+ * (`server/request.ts`), so a refusal reads as in every other group.
  *
  * @module
  */

@@ -9,9 +9,9 @@
  */
 
 import type { Context } from "hono";
-import { ApiError } from "../../errors.ts";
-import type { EndpointState } from "../../policy/compile.ts";
-import type { ServerEnv } from "../../state.ts";
+import { ApiError } from "../errors.ts";
+import type { EndpointState } from "../policy/compile.ts";
+import type { ServerEnv } from "../state.ts";
 
 function tooLarge(limit: number): ApiError {
   return new ApiError("payload_too_large", `Request body is over the limit of ${limit} bytes`, {
@@ -24,7 +24,7 @@ function tooLarge(limit: number): ApiError {
  *
  * @example
  * ```ts
- * import { limitStream } from "./index.ts";
+ * import { limitStream } from "./body_limit.ts";
  * const limited = new Response("hello").body!.pipeThrough(limitStream(3, () => {}));
  * ```
  */

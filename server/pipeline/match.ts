@@ -1,6 +1,6 @@
 /**
- * The server's Hono router: routes without parameters are found by one map lookup, the rest by
- * Hono's TrieRouter. Hono's fastest router (RegExpRouter) cannot take the OpenAI Agents paths
+ * Step 1 of the pipeline, match: the server's Hono router. Routes without parameters are found
+ * by one map lookup, the rest by Hono's TrieRouter. Hono's fastest router (RegExpRouter) cannot take the OpenAI Agents paths
  * (`/v1/agents/sessions` beside `/v1/agents/:agent_id`), so Hono falls back to the trie for
  * everything, and the trie walk was a visible share of the busiest static routes' cost.
  * A static route wins over a parameter route that also matches, as the app's route order wants.
@@ -17,7 +17,7 @@ import { TrieRouter } from "hono/router/trie-router";
  * @example
  * ```ts
  * import { Hono } from "hono";
- * import { StaticFirstRouter } from "./router.ts";
+ * import { StaticFirstRouter } from "./match.ts";
  * const app = new Hono({ router: new StaticFirstRouter() });
  * ```
  */

@@ -7,8 +7,8 @@
  * @module
  */
 
-import { ApiError } from "../../errors.ts";
-import type { EndpointState, Identity } from "../../policy/compile.ts";
+import { ApiError } from "../errors.ts";
+import type { EndpointState, Identity } from "../policy/compile.ts";
 
 /** One audit line. */
 export interface AuditEntry {
@@ -34,7 +34,7 @@ export type AuditSink = (entry: AuditEntry) => void;
  *
  * @example
  * ```ts
- * import { jsonLinesSink } from "./index.ts";
+ * import { jsonLinesSink } from "./audit.ts";
  * const sink = jsonLinesSink(Deno.stderr);
  * ```
  */

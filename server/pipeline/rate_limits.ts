@@ -18,7 +18,7 @@ interface Bucket {
  *
  * @example
  * ```ts
- * import { RateLimiter } from "./limits.ts";
+ * import { RateLimiter } from "./rate_limits.ts";
  * const rl = new RateLimiter();
  * rl.take("agent/shell", 60, 0); // 0: admitted
  * ```
@@ -49,7 +49,7 @@ export class RateLimiter {
  *
  * @example
  * ```ts
- * import { ConcurrencyLimiter } from "./limits.ts";
+ * import { ConcurrencyLimiter } from "./rate_limits.ts";
  * const cl = new ConcurrencyLimiter();
  * const release = cl.acquire("agent/shell", 2); // a function, or undefined when full
  * release?.();

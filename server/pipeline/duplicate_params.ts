@@ -7,14 +7,14 @@
  * @module
  */
 
-import { ApiError } from "../../errors.ts";
+import { ApiError } from "../errors.ts";
 
 /**
  * The first repeated key of a query string, if any.
  *
  * @example
  * ```ts
- * import { repeatedParameter } from "./index.ts";
+ * import { repeatedParameter } from "./duplicate_params.ts";
  * repeatedParameter("?path=a&path=b"); // "path"
  * ```
  */

@@ -6,10 +6,10 @@
  * @module
  */
 
-import { ApiError } from "../../errors.ts";
-import type { EndpointState, Identity } from "../../policy/compile.ts";
-import { missingScope } from "../../policy/scopes.ts";
-import type { ConcurrencyLimiter, RateLimiter } from "./limits.ts";
+import { ApiError } from "../errors.ts";
+import type { EndpointState, Identity } from "../policy/compile.ts";
+import { missingScope } from "../policy/scopes.ts";
+import type { ConcurrencyLimiter, RateLimiter } from "./rate_limits.ts";
 
 /**
  * Release `release` when the response is done: at once for a plain body, at the end or cancel
