@@ -42,6 +42,12 @@ export interface TestServer {
   stderr(): string;
   /** `fetch` against the server with the default token unless headers say otherwise. */
   fetch(path: string, init?: RequestInit & { token?: string | null }): Promise<Response>;
+  /** `POST` of `body` as JSON (a string is sent as it is), with the default token. */
+  post(
+    path: string,
+    body: unknown,
+    init?: RequestInit & { token?: string | null },
+  ): Promise<Response>;
   /** Stop the server and remove the temp root. */
   close(): Promise<void>;
   /** For `await using`. */
@@ -116,7 +122,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       if (ownRoot) await Deno.remove(root, { recursive: true }).catch(() => {});
       if (policyDir) await Deno.remove(policyDir, { recursive: true }).catch(() => {});
     })();
-  return {
+  const server: TestServer = {
     url: ready.url,
     ptyUrl: ready.pty_url,
     token,
@@ -131,7 +137,14 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       }
       return fetch(`${ready!.url}${path}`, { ...init, headers });
     },
+    post(path, body, init = {}) {
+      const headers = new Headers(init.headers);
+      if (!headers.has("content-type")) headers.set("content-type", "application/json");
+      const text = typeof body === "string" ? body : JSON.stringify(body);
+      return server.fetch(path, { ...init, method: "POST", headers, body: text });
+    },
     close,
     [Symbol.asyncDispose]: close,
   };
+  return server;
 }

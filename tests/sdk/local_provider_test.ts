@@ -17,7 +17,7 @@ import {
 import {
   assertNothingLeft,
   dropSandbarHome,
-  eventually,
+  holdsWithin,
   processesMentioning,
   runChild,
   sandboxDirs,
@@ -112,7 +112,7 @@ Deno.test("the lifetime ends the sandbox after the creating process has exited",
   const alive = await Sandbox.connect(id);
   assert.equal((await alive.commands.run("echo still here")).stdout, "still here\n");
   assert.ok((await Sandbox.list()).some((i) => i.sandboxId === id));
-  assert.ok(await eventually(() => !sandboxDirs(home).includes(id), 20), "not gone in time");
+  assert.ok(await holdsWithin(() => !sandboxDirs(home).includes(id), 20), "not gone in time");
   await assertNothingLeft(home, id);
   assert.ok(!(await Sandbox.list()).some((i) => i.sandboxId === id));
 });
@@ -124,7 +124,7 @@ Deno.test("setTimeout shortens the lifetime, and bad lifetimes are refused", asy
   await assert.rejects(() => sandbox.setTimeout(86_401), ValidationError);
   await sandbox.setTimeout(2);
   assert.ok(sandbox.info.endAt!.getTime() < before);
-  assert.ok(await eventually(() => !sandboxDirs(home).includes(sandbox.id), 15));
+  assert.ok(await holdsWithin(() => !sandboxDirs(home).includes(sandbox.id), 15));
   await assertNothingLeft(home, sandbox.id);
   await assert.rejects(() => Sandbox.create({ timeout: 0 }), ValidationError);
   await assert.rejects(() => Sandbox.create({ timeout: 86_401 }), ValidationError);
@@ -139,7 +139,7 @@ Deno.test("pause stops every process (a counter stops advancing) and resume cont
     { timeout: 0 },
   );
   const read = async () => Number(await Deno.readTextFile(counter).catch(() => "0"));
-  assert.ok(await eventually(async () => (await read()) > 3));
+  assert.ok(await holdsWithin(async () => (await read()) > 3));
   await sandbox.pause();
   assert.equal(sandbox.status, "paused");
   const paused = await read();
@@ -153,7 +153,7 @@ Deno.test("pause stops every process (a counter stops advancing) and resume cont
   });
   await sandbox.resume();
   assert.equal(sandbox.status, "running");
-  assert.ok(await eventually(async () => (await read()) > paused + 3), "no progress after resume");
+  assert.ok(await holdsWithin(async () => (await read()) > paused + 3), "no progress after resume");
 });
 
 Deno.test("ports: reachable through the gateway, with the access token in secure mode", async () => {
@@ -172,7 +172,7 @@ Deno.test("ports: reachable through the gateway, with the access token in secure
     assert.match(url, new RegExp(`^http://8080-${sandbox.id}\\.localhost:${gateway.port}/`));
     const headers = sandbox.network.getAccessHeaders();
     assert.ok(
-      await eventually(async () => {
+      await holdsWithin(async () => {
         const res = await fetch(url, { client, headers });
         await res.body?.cancel();
         return res.status === 200;
@@ -232,7 +232,7 @@ Deno.test("a killed supervisor takes its sandbox along; list removes the leftove
   const state = JSON.parse(await Deno.readTextFile(`${dir}/state.json`));
   Deno.kill(state.supervisor.pid, "SIGKILL");
   // bubblewrap's --die-with-parent ends the whole sandbox with its supervisor.
-  assert.ok(await eventually(() => processesMentioning(dir).length === 0), "sandbox outlived");
+  assert.ok(await holdsWithin(() => processesMentioning(dir).length === 0), "sandbox outlived");
   assert.ok(!(await Sandbox.list()).some((i) => i.sandboxId === sandbox.id));
   await assertNothingLeft(home, sandbox.id);
   assert.equal(await sandbox.isRunning(), false);
@@ -242,7 +242,7 @@ Deno.test("a sandbox whose server dies is cleaned up by its supervisor", async (
   const sandbox = await Sandbox.create();
   // PID 2 of the sandbox is its server (bubblewrap is PID 1).
   await sandbox.commands.run("kill -KILL 2", { timeout: 5 }).catch(() => {});
-  assert.ok(await eventually(() => !sandboxDirs(home).includes(sandbox.id), 10));
+  assert.ok(await holdsWithin(() => !sandboxDirs(home).includes(sandbox.id), 10));
   await assertNothingLeft(home, sandbox.id);
   await assert.rejects(() => sandbox.refreshInfo(), SandboxNotFoundError);
 });

@@ -7,6 +7,7 @@
 
 import assert from "node:assert/strict";
 import { LocalProvider, registerProvider } from "../../sdk/mod.ts";
+import { eventually } from "../helpers/wait.ts";
 
 let fileHome: string | undefined;
 
@@ -52,14 +53,12 @@ export function sandboxDirs(home: string): string[] {
   }
 }
 
-/** Wait (up to `seconds`) until `check` is true. */
-export async function eventually(check: () => boolean | Promise<boolean>, seconds = 10) {
-  const until = Date.now() + seconds * 1000;
-  while (!(await check())) {
-    if (Date.now() > until) return false;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return true;
+/** Whether `check` comes true within `seconds`, for assertions that word their own failure. */
+export function holdsWithin(
+  check: () => boolean | Promise<boolean>,
+  seconds = 10,
+): Promise<boolean> {
+  return eventually("", check, seconds * 1000, 50).then(() => true, () => false);
 }
 
 /**
@@ -68,7 +67,7 @@ export async function eventually(check: () => boolean | Promise<boolean>, second
  */
 export async function assertNothingLeft(home: string, id?: string): Promise<void> {
   const mark = id ? `${home}/sandboxes/${id}` : home;
-  const clean = await eventually(() => processesMentioning(mark).length === 0, 5);
+  const clean = await holdsWithin(() => processesMentioning(mark).length === 0, 5);
   assert.ok(clean, `processes left: ${processesMentioning(mark).join(", ")}`);
   const dirs = id ? sandboxDirs(home).filter((d) => d === id) : sandboxDirs(home);
   assert.deepEqual(dirs, [], `sandbox directories left under ${home}`);

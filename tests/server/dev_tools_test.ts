@@ -2,15 +2,7 @@
 // with real git on real repositories, including a hostile one whose configuration tries to run
 // programs.
 import assert from "node:assert/strict";
-import { startTestServer, type TestServer } from "../helpers/server.ts";
-
-function post(server: TestServer, path: string, body: unknown): Promise<Response> {
-  return server.fetch(path, {
-    method: "POST",
-    body: JSON.stringify(body),
-    headers: { "content-type": "application/json" },
-  });
-}
+import { startTestServer } from "../helpers/server.ts";
 
 async function sh(cwd: string, script: string): Promise<void> {
   const out = await new Deno.Command("bash", {
@@ -41,7 +33,7 @@ Deno.test("run_code: each language, errors, timeouts", async (t) => {
   if (hasPython) cases.push(["python", "import sys\nprint(sys.version_info[0] * 14)", "42"]);
   for (const [language, code, text] of cases) {
     await t.step(language, async () => {
-      const res = await post(server, "/code/run", { code, language });
+      const res = await server.post("/code/run", { code, language });
       const body = await res.json();
       assert.equal(res.status, 200, JSON.stringify(body));
       assert.equal(body.text, text);
@@ -53,12 +45,12 @@ Deno.test("run_code: each language, errors, timeouts", async (t) => {
   }
   await t.step("python is the default language", async () => {
     if (!hasPython) return;
-    const body = await (await post(server, "/code/run", { code: "print('py')" })).json();
+    const body = await (await server.post("/code/run", { code: "print('py')" })).json();
     assert.equal(body.language, "python");
     assert.equal(body.text, "py");
   });
   await t.step("a failing program: stderr and its exit code", async () => {
-    const res = await post(server, "/code/run", {
+    const res = await server.post("/code/run", {
       code: "console.error('boom'); Deno.exit(3)",
       language: "javascript",
     });
@@ -68,7 +60,7 @@ Deno.test("run_code: each language, errors, timeouts", async (t) => {
   });
   await t.step("JavaScript runs with no permissions", async () => {
     await Deno.writeTextFile(`${server.root}/secret.txt`, "s3cret");
-    const res = await post(server, "/code/run", {
+    const res = await server.post("/code/run", {
       code: `await Deno.readTextFile(${JSON.stringify(`${server.root}/secret.txt`)})`,
       language: "typescript",
     });
@@ -76,14 +68,14 @@ Deno.test("run_code: each language, errors, timeouts", async (t) => {
     assert.notEqual(body.exit_code, 0);
     assert.match(body.stderr, /NotCapable|Requires read access/);
     assert.ok(!body.stdout.includes("s3cret"));
-    const env = await (await post(server, "/code/run", {
+    const env = await (await server.post("/code/run", {
       code: "Deno.env.get('HOME')",
       language: "javascript",
     })).json();
     assert.match(env.stderr, /Requires env access/);
   });
   await t.step("a timeout kills it and says so", async () => {
-    const res = await post(server, "/code/run", {
+    const res = await server.post("/code/run", {
       code: "sleep 300",
       language: "bash",
       timeout: 1,
@@ -94,7 +86,7 @@ Deno.test("run_code: each language, errors, timeouts", async (t) => {
   });
   await t.step("env and cwd reach the program; the code file is removed", async () => {
     await Deno.mkdir(`${server.root}/work`);
-    const res = await post(server, "/code/run", {
+    const res = await server.post("/code/run", {
       code: 'echo "$MODE $(pwd) $0"',
       language: "bash",
       env: { MODE: "fast" },
@@ -115,7 +107,7 @@ Deno.test("run_code: each language, errors, timeouts", async (t) => {
       { code: "x", extra: 1 },
     ];
     for (const b of bad) {
-      const res = await post(server, "/code/run", b);
+      const res = await server.post("/code/run", b);
       assert.equal(res.status, 400, JSON.stringify(b));
       assert.equal((await res.json()).code, "invalid_arguments", JSON.stringify(b));
     }
@@ -128,7 +120,7 @@ Deno.test("run_code guards: language_not_allowed, command rules on bash, env, cw
   });
   await Deno.writeTextFile(`${server.root}/victim`, "here");
   const expect = async (body: unknown, status: number, code: string) => {
-    const res = await post(server, "/code/run", body);
+    const res = await server.post("/code/run", body);
     const got = await res.json();
     assert.equal(res.status, status, JSON.stringify([body, got]));
     assert.equal(got.code, code);
@@ -141,7 +133,7 @@ Deno.test("run_code guards: language_not_allowed, command rules on bash, env, cw
   await expect({ code: "true", language: "bash", env: { "A-B": "x" } }, 400, "env_invalid");
   await expect({ code: "true", language: "bash", cwd: "/etc" }, 403, "path_not_allowed");
   assert.equal(await Deno.readTextFile(`${server.root}/victim`), "here");
-  const ok = await post(server, "/code/run", { code: "console.log('ts ok')", language: "ts" });
+  const ok = await server.post("/code/run", { code: "console.log('ts ok')", language: "ts" });
   assert.equal((await ok.json()).text, "ts ok");
 });
 

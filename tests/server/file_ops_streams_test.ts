@@ -8,17 +8,17 @@ import {
   namesIn,
   randomBytes,
   serverChildPid,
-  waitFor,
 } from "./fixtures/files/helpers.ts";
+import { eventually } from "../helpers/wait.ts";
 
 const TEMP = /^\.sandbar-upload-/;
 const json = (body: unknown) => ({ method: "POST", body: JSON.stringify(body) });
 
 /** Wait until the server's upload temp file is in `dir` (it is writing), or gone (cleaned up). */
-function waitForTempFile(dir: string, present: boolean): Promise<void> {
-  return waitFor(
-    async () => (await namesIn(dir)).some((n) => TEMP.test(n)) === present,
+async function waitForTempFile(dir: string, present: boolean): Promise<void> {
+  await eventually(
     present ? "the temp file" : "the temp file to be removed",
+    async () => (await namesIn(dir)).some((n) => TEMP.test(n)) === present,
   );
 }
 
@@ -282,7 +282,10 @@ Deno.test("file_ops: watch streams real changes and closes its watcher when the 
   });
 
   await t.step("the watcher is closed once the client has gone", async () => {
-    await waitFor(async () => (await inotifyWatchCount(child)) === before, "the watcher to close");
+    await eventually(
+      "the watcher to close",
+      async () => (await inotifyWatchCount(child)) === before,
+    );
   });
 
   await t.step("a client that aborts its request also frees the watcher", async () => {
@@ -295,7 +298,10 @@ Deno.test("file_ops: watch streams real changes and closes its watcher when the 
     assert.ok((await inotifyWatchCount(child)) > before);
     abort.abort();
     await reader.read().catch(() => {});
-    await waitFor(async () => (await inotifyWatchCount(child)) === before, "the watcher to close");
+    await eventually(
+      "the watcher to close",
+      async () => (await inotifyWatchCount(child)) === before,
+    );
   });
 
   await t.step("errors before the stream: missing path, bad flag", async () => {
@@ -354,6 +360,6 @@ Deno.test("file_ops: downloads of many chunks arrive whole, and a client that le
     assert.ok((await openCount(child, huge)) > 0, "the server holds the file while sending");
     abort.abort();
     await reader.read().catch(() => {});
-    await waitFor(async () => (await openCount(child, huge)) === 0, "the file to be closed");
+    await eventually("the file to be closed", async () => (await openCount(child, huge)) === 0);
   });
 });

@@ -2,15 +2,7 @@
 // shell string and on argv, the environment guard, and the path guard on cwd. A refused
 // command must not run: each hostile string below targets a real file that must survive.
 import assert from "node:assert/strict";
-import { startTestServer, type TestServer } from "../helpers/server.ts";
-
-function post(server: TestServer, path: string, body: unknown): Promise<Response> {
-  return server.fetch(path, {
-    method: "POST",
-    body: JSON.stringify(body),
-    headers: { "content-type": "application/json" },
-  });
-}
+import { startTestServer } from "../helpers/server.ts";
 
 async function expectCode(res: Response, status: number, code: string, note = ""): Promise<void> {
   const body = await res.json();
@@ -74,7 +66,7 @@ Deno.test("command_not_allowed: a denied program is refused wherever it hides, a
   await Deno.writeTextFile(`${server.root}/victim`, "still here");
   for (const cmd of HIDDEN_RM) {
     for (const path of ["/process/shell", "/process/shell/stream", "/process/start"]) {
-      await expectCode(await post(server, path, { cmd }), 403, "command_not_allowed", cmd);
+      await expectCode(await server.post(path, { cmd }), 403, "command_not_allowed", cmd);
     }
   }
   assert.equal(await Deno.readTextFile(`${server.root}/victim`), "still here");
@@ -87,7 +79,7 @@ Deno.test("command_not_allowed: a denied program is refused wherever it hides, a
       "echo $((1+2))",
     ]
   ) {
-    const res = await post(server, "/process/shell", { cmd });
+    const res = await server.post("/process/shell", { cmd });
     assert.equal(res.status, 200, cmd);
     assert.equal((await res.json()).exit_code, 0, cmd);
   }
@@ -106,7 +98,7 @@ Deno.test("allow_commands: only listed programs and harmless builtins run", asyn
     "[[ -f a.txt ]] && cat a.txt",
   ];
   for (const cmd of ok) {
-    const res = await post(server, "/process/shell", { cmd });
+    const res = await server.post("/process/shell", { cmd });
     const body = await res.json();
     assert.equal(res.status, 200, `${cmd}: ${JSON.stringify(body)}`);
     assert.equal(body.exit_code, 0, cmd);
@@ -125,7 +117,7 @@ Deno.test("allow_commands: only listed programs and harmless builtins run", asyn
   ];
   for (const cmd of refused) {
     await expectCode(
-      await post(server, "/process/shell", { cmd }),
+      await server.post("/process/shell", { cmd }),
       403,
       "command_not_allowed",
       cmd,
@@ -134,12 +126,12 @@ Deno.test("allow_commands: only listed programs and harmless builtins run", asyn
   await assert.rejects(Deno.stat(`${server.root}/made`), Deno.errors.NotFound);
   // With command rules in force, the env map may not change what a name runs.
   await expectCode(
-    await post(server, "/process/shell", { cmd: "ls", env: { PATH: "/tmp" } }),
+    await server.post("/process/shell", { cmd: "ls", env: { PATH: "/tmp" } }),
     403,
     "env_var_denied",
   );
   await expectCode(
-    await post(server, "/process/shell", { cmd: "ls", env: { BASH_ENV: "a.txt" } }),
+    await server.post("/process/shell", { cmd: "ls", env: { BASH_ENV: "a.txt" } }),
     403,
     "env_var_denied",
   );
@@ -159,7 +151,7 @@ Deno.test("command_invalid, process_invalid and process_denied", async () => {
   ];
   for (const body of invalid) {
     await expectCode(
-      await post(server, "/process/shell", body),
+      await server.post("/process/shell", body),
       400,
       "command_invalid",
       JSON.stringify(body),
@@ -168,7 +160,7 @@ Deno.test("command_invalid, process_invalid and process_denied", async () => {
   const badArgv: unknown[] = [[], [""], [1], ["ls", 2], ["ls\u0000"], ["no-such-program-xyz"]];
   for (const argv of badArgv) {
     await expectCode(
-      await post(server, "/process/shell", { argv }),
+      await server.post("/process/shell", { argv }),
       400,
       "process_invalid",
       JSON.stringify(argv),
@@ -176,13 +168,13 @@ Deno.test("command_invalid, process_invalid and process_denied", async () => {
   }
   for (const argv of [["rm", "x"], ["/usr/bin/rm", "x"], ["env", "rm"], ["bash", "-c", "rm x"]]) {
     await expectCode(
-      await post(server, "/process/start", { argv }),
+      await server.post("/process/start", { argv }),
       403,
       "process_denied",
       argv.join(" "),
     );
   }
-  const res = await post(server, "/process/shell", { argv: ["echo", "a b", "$HOME"] });
+  const res = await server.post("/process/shell", { argv: ["echo", "a b", "$HOME"] });
   assert.equal((await res.json()).stdout, "a b $HOME\n");
 });
 
@@ -200,7 +192,7 @@ Deno.test("env guard: env_var_denied, env_var_not_allowed, env_invalid", async (
       ]
     ) {
       await expectCode(
-        await post(server, "/process/shell", { cmd: "true", env: { [name]: "x" } }),
+        await server.post("/process/shell", { cmd: "true", env: { [name]: "x" } }),
         403,
         "env_var_denied",
         name,
@@ -220,13 +212,13 @@ Deno.test("env guard: env_var_denied, env_var_not_allowed, env_invalid", async (
     ];
     for (const env of invalid) {
       await expectCode(
-        await post(server, "/process/start", { cmd: "true", env }),
+        await server.post("/process/start", { cmd: "true", env }),
         400,
         "env_invalid",
         JSON.stringify(env),
       );
     }
-    const res = await post(server, "/process/shell", {
+    const res = await server.post("/process/shell", {
       cmd: 'echo "$GREETING"',
       env: { GREETING: "hé" },
     });
@@ -237,16 +229,16 @@ Deno.test("env guard: env_var_denied, env_var_not_allowed, env_invalid", async (
       policy: { env: { allow: ["APP_*", "DEBUG", "LD_PRELOAD"] } },
     });
     await expectCode(
-      await post(server, "/process/shell", { cmd: "true", env: { OTHER: "1" } }),
+      await server.post("/process/shell", { cmd: "true", env: { OTHER: "1" } }),
       403,
       "env_var_not_allowed",
     );
     await expectCode(
-      await post(server, "/process/shell", { cmd: "true", env: { LD_PRELOAD: "x" } }),
+      await server.post("/process/shell", { cmd: "true", env: { LD_PRELOAD: "x" } }),
       403,
       "env_var_denied",
     );
-    const res = await post(server, "/process/shell", {
+    const res = await server.post("/process/shell", {
       cmd: "echo $APP_MODE$DEBUG",
       env: { APP_MODE: "a", DEBUG: "1" },
     });
@@ -258,25 +250,25 @@ Deno.test("cwd is a guarded path", async () => {
   await using server = await startTestServer();
   await Deno.mkdir(`${server.root}/sub`);
   await Deno.writeTextFile(`${server.root}/file`, "");
-  const res = await post(server, "/process/shell", { cmd: "pwd", cwd: "sub" });
+  const res = await server.post("/process/shell", { cmd: "pwd", cwd: "sub" });
   assert.equal((await res.json()).stdout, `${await Deno.realPath(server.root)}/sub\n`);
   for (const cwd of ["/etc", "..", "sub/../../", "/"]) {
     for (const path of ["/process/shell", "/process/shell/stream", "/process/start"]) {
-      await expectCode(await post(server, path, { cmd: "pwd", cwd }), 403, "path_not_allowed", cwd);
+      await expectCode(await server.post(path, { cmd: "pwd", cwd }), 403, "path_not_allowed", cwd);
     }
   }
   await expectCode(
-    await post(server, "/process/shell", { cmd: "pwd", cwd: "nope" }),
+    await server.post("/process/shell", { cmd: "pwd", cwd: "nope" }),
     400,
     "invalid_path",
   );
   await expectCode(
-    await post(server, "/process/shell", { cmd: "pwd", cwd: "file" }),
+    await server.post("/process/shell", { cmd: "pwd", cwd: "file" }),
     400,
     "invalid_path",
   );
   await expectCode(
-    await post(server, "/process/shell", { cmd: "pwd", cwd: "a\u0000" }),
+    await server.post("/process/shell", { cmd: "pwd", cwd: "a\u0000" }),
     400,
     "invalid_path",
   );
@@ -285,17 +277,17 @@ Deno.test("cwd is a guarded path", async () => {
 Deno.test("bodies: unknown keys and wrong types are invalid_arguments, non-JSON invalid_request", async () => {
   await using server = await startTestServer();
   await expectCode(
-    await post(server, "/process/shell", { cmd: "true", shell: "zsh" }),
+    await server.post("/process/shell", { cmd: "true", shell: "zsh" }),
     400,
     "invalid_arguments",
   );
   await expectCode(
-    await post(server, "/process/shell", { cmd: "true", timeout: -1 }),
+    await server.post("/process/shell", { cmd: "true", timeout: -1 }),
     400,
     "invalid_arguments",
   );
   await expectCode(
-    await post(server, "/process/start", { cmd: "true", stdin: "x" }),
+    await server.post("/process/start", { cmd: "true", stdin: "x" }),
     400,
     "invalid_arguments",
   );

@@ -8,17 +8,10 @@
 import assert from "node:assert/strict";
 import { nativeSpawnSupported } from "../../server/process/native_spawn.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
-
-function post(server: TestServer, path: string, body: unknown): Promise<Response> {
-  return server.fetch(path, {
-    method: "POST",
-    body: JSON.stringify(body),
-    headers: { "content-type": "application/json" },
-  });
-}
+import { eventually } from "../helpers/wait.ts";
 
 async function postJson(server: TestServer, path: string, body: unknown) {
-  const res = await post(server, path, body);
+  const res = await server.post(path, body);
   return { status: res.status, body: await res.json() };
 }
 
@@ -84,18 +77,6 @@ function pollingThreads(pid: number): number {
 function summary(fds: Map<number, string>): string {
   const kinds = [...fds.values()].map((t) => t.replace(/\[\d+\]$/, "")).sort();
   return `${fds.size}: ${kinds.join(" ")}`;
-}
-
-async function eventually(
-  what: string,
-  check: () => boolean | Promise<boolean>,
-  ms = 20000,
-): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /** The buffered output of a background process, both streams, as text. */
@@ -301,7 +282,7 @@ Deno.test("no descriptor is left behind after 200 runs of every kind", async () 
       assert.equal(r.body.exit_code, 3);
     },
     async () => {
-      const res = await post(server, "/process/shell/stream", { cmd: "echo a; echo b >&2" });
+      const res = await server.post("/process/shell/stream", { cmd: "echo a; echo b >&2" });
       assert.match(await res.text(), /"type":"exit"/);
     },
     async () => {
@@ -319,7 +300,7 @@ Deno.test("no descriptor is left behind after 200 runs of every kind", async () 
     },
     async () => {
       // A stream the client drops after the first chunk: the group is killed.
-      const res = await post(server, "/process/shell/stream", { cmd: "yes" });
+      const res = await server.post("/process/shell/stream", { cmd: "yes" });
       const reader = res.body!.getReader();
       await reader.read();
       await reader.cancel();

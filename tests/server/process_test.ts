@@ -4,14 +4,7 @@
 // bound; nothing here depends on tight timings.
 import assert from "node:assert/strict";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
-
-function post(server: TestServer, path: string, body: unknown): Promise<Response> {
-  return server.fetch(path, {
-    method: "POST",
-    body: JSON.stringify(body),
-    headers: { "content-type": "application/json" },
-  });
-}
+import { eventually } from "../helpers/wait.ts";
 
 interface ProcStat {
   state: string;
@@ -35,19 +28,6 @@ function allPids(): number[] {
   );
 }
 
-/** Poll until `check` is true; fails after `ms`. */
-async function eventually(
-  what: string,
-  check: () => boolean | Promise<boolean>,
-  ms = 15000,
-): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** Gone, or at most a zombie that init has yet to reap: not running. */
 function dead(pid: number): boolean {
   const st = procStat(pid);
@@ -66,7 +46,7 @@ function serverPid(server: TestServer): number {
 Deno.test("shell: result, exit code, stdin, timeout that kills the group", async (t) => {
   await using server = await startTestServer();
   await t.step("stdout, stderr, exit code, execution time", async () => {
-    const res = await post(server, "/process/shell", { cmd: "echo out; echo err >&2; exit 7" });
+    const res = await server.post("/process/shell", { cmd: "echo out; echo err >&2; exit 7" });
     assert.equal(res.status, 200);
     const body = await res.json();
     assert.equal(body.stdout, "out\n");
@@ -77,11 +57,11 @@ Deno.test("shell: result, exit code, stdin, timeout that kills the group", async
     assert.ok(body.execution_time > 0 && body.execution_time < 60);
   });
   await t.step("stdin text is fed and closed", async () => {
-    const res = await post(server, "/process/shell", { cmd: "tr a-z A-Z", stdin: "hello" });
+    const res = await server.post("/process/shell", { cmd: "tr a-z A-Z", stdin: "hello" });
     assert.equal((await res.json()).stdout, "HELLO");
   });
   await t.step("a timeout kills the leader and its grandchildren", async () => {
-    const res = await post(server, "/process/shell", {
+    const res = await server.post("/process/shell", {
       cmd: "sleep 300 & echo $!; sleep 300",
       timeout: 1,
     });
@@ -95,24 +75,24 @@ Deno.test("shell: result, exit code, stdin, timeout that kills the group", async
     await eventually("the group is empty", () => groupMembers(body.pid).length === 0);
   });
   await t.step("a plain command (run without bash) is killed by its timeout too", async () => {
-    const res = await post(server, "/process/shell", { cmd: "sleep 300", timeout: 1 });
+    const res = await server.post("/process/shell", { cmd: "sleep 300", timeout: 1 });
     const body = await res.json();
     assert.equal(body.timed_out, true);
     await eventually("it died", () => dead(body.pid));
-    const env = await (await post(server, "/process/shell", { cmd: "printenv PWD" })).json();
+    const env = await (await server.post("/process/shell", { cmd: "printenv PWD" })).json();
     assert.equal(env.stdout, `${await Deno.realPath(server.root)}\n`);
-    const missing = await (await post(server, "/process/shell", { cmd: "no-such-cmd-xyz" })).json();
+    const missing = await (await server.post("/process/shell", { cmd: "no-such-cmd-xyz" })).json();
     assert.equal(missing.exit_code, 127);
     assert.match(missing.stderr, /no-such-cmd-xyz: command not found/);
   });
   await t.step("what the leader leaves in its group dies with it", async () => {
-    const res = await post(server, "/process/shell", { cmd: "(sleep 300 &) ; echo started" });
+    const res = await server.post("/process/shell", { cmd: "(sleep 300 &) ; echo started" });
     const body = await res.json();
     assert.equal(body.stdout, "started\n");
     await eventually("the group is empty", () => groupMembers(body.pid).length === 0);
   });
   await t.step("output beyond max_output_bytes is dropped from the front and counted", async () => {
-    const res = await post(server, "/process/shell", {
+    const res = await server.post("/process/shell", {
       cmd: "seq 1 10000",
       max_output_bytes: 100,
     });
@@ -126,7 +106,7 @@ Deno.test("shell: result, exit code, stdin, timeout that kills the group", async
 Deno.test("shell_stream: chunks in order, then exit; disconnect kills the group", async (t) => {
   await using server = await startTestServer();
   await t.step("NDJSON ProcessChunks in the order they happened", async () => {
-    const res = await post(server, "/process/shell/stream", {
+    const res = await server.post("/process/shell/stream", {
       cmd: "echo one; sleep 0.2; echo two >&2; sleep 0.2; echo three; exit 3",
     });
     assert.equal(res.status, 200);
@@ -145,7 +125,7 @@ Deno.test("shell_stream: chunks in order, then exit; disconnect kills the group"
     assert.equal(exit.timed_out, false);
   });
   await t.step("the first chunk arrives while the process still runs", async () => {
-    const res = await post(server, "/process/shell/stream", { cmd: "echo early; sleep 300" });
+    const res = await server.post("/process/shell/stream", { cmd: "echo early; sleep 300" });
     const pid = Number(res.headers.get("x-process-id"));
     const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
     const { value } = await reader.read();
@@ -159,7 +139,7 @@ Deno.test("shell_stream: chunks in order, then exit; disconnect kills the group"
 Deno.test("background: start, stdin, output, follow, signal, list", async (t) => {
   await using server = await startTestServer();
   await t.step("stdin in, output out, exit code kept", async () => {
-    const start = await post(server, "/process/start", {
+    const start = await server.post("/process/start", {
       cmd: 'while read line; do echo "got $line"; [ "$line" = bye ] && exit 5; done',
       tag: "echoer",
     });
@@ -168,13 +148,13 @@ Deno.test("background: start, stdin, output, follow, signal, list", async (t) =>
     assert.equal(info.running, true);
     assert.equal(info.stdin_open, true);
     assert.equal(info.tag, "echoer");
-    const w1 = await post(server, `/process/${info.pid}/stdin`, { data: "hi\n" });
+    const w1 = await server.post(`/process/${info.pid}/stdin`, { data: "hi\n" });
     assert.deepEqual(await w1.json(), { pid: info.pid, written: 3, stdin_open: true });
     const follow = await server.fetch(`/process/${info.pid}/output?follow=true`);
     const reader = follow.body!.pipeThrough(new TextDecoderStream()).getReader();
     let text = "";
     while (!text.includes("got hi")) text += (await reader.read()).value ?? "";
-    const w2 = await post(server, `/process/${info.pid}/stdin`, {
+    const w2 = await server.post(`/process/${info.pid}/stdin`, {
       data: btoa("bye\n"),
       encoding: "base64",
     });
@@ -192,12 +172,12 @@ Deno.test("background: start, stdin, output, follow, signal, list", async (t) =>
     assert.equal(got.running, false);
     assert.equal(got.exit_code, 5);
     assert.equal(got.output_bytes, 15);
-    const late = await post(server, `/process/${info.pid}/stdin`, { data: "x" });
+    const late = await server.post(`/process/${info.pid}/stdin`, { data: "x" });
     assert.equal(late.status, 409);
     assert.equal((await late.json()).code, "conflict");
   });
   await t.step("output from an offset; a small buffer says what it dropped", async () => {
-    const start = await post(server, "/process/start", {
+    const start = await server.post("/process/start", {
       cmd: "seq 1 2000",
       buffer_bytes: 1024,
       stdin: false,
@@ -218,7 +198,7 @@ Deno.test("background: start, stdin, output, follow, signal, list", async (t) =>
     assert.equal(none.dropped_bytes, 0);
   });
   await t.step("a signal reaches the whole group", async () => {
-    const start = await post(server, "/process/start", {
+    const start = await server.post("/process/start", {
       cmd: "sleep 300 & echo $!; wait",
     });
     const { pid } = await start.json();
@@ -232,15 +212,15 @@ Deno.test("background: start, stdin, output, follow, signal, list", async (t) =>
     assert.ok(!dead(grandchild));
     const listed = await (await server.fetch("/process?running=true")).json();
     assert.ok(listed.processes.some((p: { pid: number }) => p.pid === pid));
-    const sig = await post(server, `/process/${pid}/signal`, { signal: 15 });
+    const sig = await server.post(`/process/${pid}/signal`, { signal: 15 });
     assert.deepEqual(await sig.json(), { pid, signal: "SIGTERM" });
     await eventually("the grandchild died", () => dead(grandchild));
     const got = await (await server.fetch(`/process/${pid}?wait=true`)).json();
     assert.equal(got.signal, "SIGTERM");
     assert.equal(got.exit_code, 143);
-    const again = await post(server, `/process/${pid}/signal`, { signal: "SIGKILL" });
+    const again = await server.post(`/process/${pid}/signal`, { signal: "SIGKILL" });
     assert.equal(again.status, 409);
-    const bad = await post(server, `/process/${pid}/signal`, { signal: "SIGSEGV" });
+    const bad = await server.post(`/process/${pid}/signal`, { signal: "SIGSEGV" });
     assert.equal((await bad.json()).code, "invalid_arguments");
   });
   await t.step("unknown pids are 404, malformed 400", async () => {
@@ -263,7 +243,7 @@ Deno.test("processes belong to the identity that started them", async () => {
       identities: [{ id: "other", token: other, scopes: ["process:run", "process:read"] }],
     },
   });
-  const { pid } = await (await post(server, "/process/start", { cmd: "sleep 300" })).json();
+  const { pid } = await (await server.post("/process/start", { cmd: "sleep 300" })).json();
   const res = await server.fetch(`/process/${pid}`, { token: other });
   assert.equal(res.status, 404);
   await res.body?.cancel();
@@ -272,12 +252,12 @@ Deno.test("processes belong to the identity that started them", async () => {
   const sig = await server.fetch(`/process/${pid}/signal`, { method: "POST", token: other });
   assert.equal(sig.status, 404);
   await sig.body?.cancel();
-  await post(server, `/process/${pid}/signal`, { signal: 9 });
+  await server.post(`/process/${pid}/signal`, { signal: 9 });
 });
 
 Deno.test("every process dies when the server stops", async () => {
   const server = await startTestServer();
-  const { pid } = await (await post(server, "/process/start", {
+  const { pid } = await (await server.post("/process/start", {
     cmd: "sleep 300 & sleep 300 & wait",
   })).json();
   await eventually("both grandchildren started", () => groupMembers(pid).length >= 3);

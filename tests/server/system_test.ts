@@ -1,14 +1,6 @@
 // The system group over real HTTP, checked against what the test reads from the machine itself.
 import assert from "node:assert/strict";
-import { startTestServer, TEST_TOKEN, type TestServer } from "../helpers/server.ts";
-
-function post(server: TestServer, path: string, body: unknown): Promise<Response> {
-  return server.fetch(path, {
-    method: "POST",
-    body: JSON.stringify(body),
-    headers: { "content-type": "application/json" },
-  });
-}
+import { startTestServer, TEST_TOKEN } from "../helpers/server.ts";
 
 async function run(argv: string[]): Promise<string> {
   const out = await new Deno.Command(argv[0], { args: argv.slice(1), stdout: "piped" }).output();
@@ -71,7 +63,7 @@ Deno.test("system_env never reveals the server's tokens; set_env reaches the nex
     const text = JSON.stringify(env);
     assert.ok(!text.includes(TEST_TOKEN) && !text.includes(agentToken));
     assert.ok(env.PATH, "an ordinary variable is there");
-    const res = await post(server, "/process/shell", { cmd: "env; cat /proc/self/environ" });
+    const res = await server.post("/process/shell", { cmd: "env; cat /proc/self/environ" });
     const { stdout } = await res.json();
     assert.ok(!stdout.includes(TEST_TOKEN) && !stdout.includes(agentToken), stdout);
     // The agent identity works, so the token did reach the server.
@@ -80,19 +72,19 @@ Deno.test("system_env never reveals the server's tokens; set_env reaches the nex
     await asAgent.body?.cancel();
   });
   await t.step("set, then the next shell sees it; null removes", async () => {
-    const set = await post(server, "/system/env", { env: { GREETING: "hello", PATH: undefined } });
+    const set = await server.post("/system/env", { env: { GREETING: "hello", PATH: undefined } });
     assert.equal(set.status, 200);
     assert.equal((await set.json()).env.GREETING, "hello");
-    const seen = await post(server, "/process/shell", { cmd: 'echo "$GREETING"' });
+    const seen = await server.post("/process/shell", { cmd: 'echo "$GREETING"' });
     assert.equal((await seen.json()).stdout, "hello\n");
-    const started = await post(server, "/process/start", { cmd: 'echo "$GREETING"' });
+    const started = await server.post("/process/start", { cmd: 'echo "$GREETING"' });
     const { pid } = await started.json();
     await (await server.fetch(`/process/${pid}?wait=true`)).body?.cancel();
     const out = await (await server.fetch(`/process/${pid}/output`)).json();
     assert.equal(out.chunks[0].data, "hello\n");
-    const unset = await post(server, "/system/env", { env: { GREETING: null } });
+    const unset = await server.post("/system/env", { env: { GREETING: null } });
     assert.equal((await unset.json()).env.GREETING, undefined);
-    const gone = await post(server, "/process/shell", { cmd: 'echo "[$GREETING]"' });
+    const gone = await server.post("/process/shell", { cmd: 'echo "[$GREETING]"' });
     assert.equal((await gone.json()).stdout, "[]\n");
   });
   await t.step("refusals", async () => {
@@ -107,7 +99,7 @@ Deno.test("system_env never reveals the server's tokens; set_env reaches the nex
       [{}, 400, "env_invalid"],
     ];
     for (const [body, status, code] of cases) {
-      const res = await post(server, "/system/env", body);
+      const res = await server.post("/system/env", body);
       const got = await res.json();
       assert.equal(res.status, status, JSON.stringify(body));
       assert.equal(got.code, code, JSON.stringify(body));
@@ -119,10 +111,10 @@ Deno.test("system_env never reveals the server's tokens; set_env reaches the nex
 
 Deno.test("set_env under env.allow: other names are env_var_not_allowed", async () => {
   await using server = await startTestServer({ policy: { env: { allow: ["APP_*"] } } });
-  const ok = await post(server, "/system/env", { env: { APP_MODE: "x" } });
+  const ok = await server.post("/system/env", { env: { APP_MODE: "x" } });
   assert.equal(ok.status, 200);
   await ok.body?.cancel();
-  const res = await post(server, "/system/env", { env: { HOME: "/tmp" } });
+  const res = await server.post("/system/env", { env: { HOME: "/tmp" } });
   assert.equal(res.status, 403);
   assert.equal((await res.json()).code, "env_var_not_allowed");
 });

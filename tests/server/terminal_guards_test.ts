@@ -7,12 +7,7 @@ const OTHER_TOKEN = "other-identity-token-0123456789";
 const NO_SCOPE_TOKEN = "no-scope-identity-token-0123456789";
 
 async function post(server: TestServer, body: unknown, token?: string) {
-  const res = await server.fetch("/pty", {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: typeof body === "string" ? body : JSON.stringify(body),
-    token,
-  });
+  const res = await server.post("/pty", body, { token });
   return { status: res.status, body: await res.json() };
 }
 

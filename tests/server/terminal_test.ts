@@ -4,6 +4,7 @@
 // no descriptor behind. Guards and authentication: terminal_guards_test.ts.
 import assert from "node:assert/strict";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
+import { eventually } from "../helpers/wait.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -39,17 +40,6 @@ function processName(pid: number): string {
     return Deno.readTextFileSync(`/proc/${pid}/comm`).trim();
   } catch {
     return "";
-  }
-}
-
-/** Resolve when `check` holds, re-checked every 20 ms; fail with `what` after `ms`. */
-async function eventually<T>(check: () => T | undefined | false, what: string, ms = 20_000) {
-  const deadline = Date.now() + ms;
-  while (true) {
-    const v = check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
   }
 }
 
@@ -224,12 +214,12 @@ Deno.test("a real bash on a real terminal: echo, resize, Ctrl-C, job control, ex
   await t.step("Ctrl-C interrupts a foreground sleep", async () => {
     ws.type("sleep 300\r");
     const sleeper = await eventually(
-      () => sessionMembers(term.pid).find((p) => processName(p) === "sleep"),
       "sleep to run in the terminal's session",
+      () => sessionMembers(term.pid).find((p) => processName(p) === "sleep"),
     );
     const from = ws.text.length;
     ws.type("\x03");
-    await eventually(() => !sessionMembers(term.pid).includes(sleeper), "sleep to be interrupted");
+    await eventually("sleep to be interrupted", () => !sessionMembers(term.pid).includes(sleeper));
     ws.type("echo status=$?\r");
     await ws.waitText(/status=130\n/, from);
   });
@@ -238,8 +228,8 @@ Deno.test("a real bash on a real terminal: echo, resize, Ctrl-C, job control, ex
     const from = ws.text.length;
     ws.type("sleep 301\r");
     await eventually(
-      () => sessionMembers(term.pid).find((p) => processName(p) === "sleep"),
       "sleep 301 to start",
+      () => sessionMembers(term.pid).find((p) => processName(p) === "sleep"),
     );
     ws.type("\x1a"); // Ctrl-Z
     await ws.waitText(/Stopped\s+sleep 301/, from);
@@ -248,8 +238,8 @@ Deno.test("a real bash on a real terminal: echo, resize, Ctrl-C, job control, ex
     ws.type("jobs; kill %1; while jobs %1 >/dev/null 2>&1; do sleep 0.05; done; echo jobs-done\r");
     await ws.waitText(/jobs-done\n/, from);
     await eventually(
-      () => !sessionMembers(term.pid).some((p) => processName(p) === "sleep"),
       "the killed job to be gone",
+      () => !sessionMembers(term.pid).some((p) => processName(p) === "sleep"),
     );
   });
 
@@ -349,8 +339,8 @@ Deno.test("reconnect replays the scrollback; several clients share one terminal"
     const c = await TermSocket.connect(server, term.id);
     b.type("sleep 1002 & sleep 1001\r");
     await eventually(
-      () => sessionMembers(term.pid).filter((p) => processName(p) === "sleep").length === 2,
       "both sleeps",
+      () => sessionMembers(term.pid).filter((p) => processName(p) === "sleep").length === 2,
     );
     const final = await remove(server, term.id);
     assert.equal(final.status, "exited");
@@ -414,8 +404,8 @@ Deno.test("stopping the server ends every terminal and its jobs", async () => {
     const ws = await TermSocket.connect(server, term.id);
     ws.type("sleep 1003 &\r");
     await eventually(
-      () => sessionMembers(pid).find((p) => processName(p) === "sleep"),
       "the background sleep",
+      () => sessionMembers(pid).find((p) => processName(p) === "sleep"),
     );
     const closed = ws.closed;
     await server.close();
@@ -454,8 +444,8 @@ Deno.test("a client that stops reading makes the terminal wait, not the server's
     const n = await conn.read(head);
     assert.match(decoder.decode(head.subarray(0, n ?? 0)), /^HTTP\/1.1 101/);
     const writer = await eventually(
-      () => sessionMembers(term.pid).find((p) => processName(p) === "head"),
       "head to run",
+      () => sessionMembers(term.pid).find((p) => processName(p) === "head"),
     );
     // Wait until the writer is held up (its count stops moving), then look at how far it got.
     let settled = -1;
