@@ -147,7 +147,9 @@ Deno.test("an engine that does not exit when stdin closes is ended by SIGTERM", 
 });
 
 Deno.test("cancel rejects at once and a late answer never counts", async () => {
-  await using host = await EngineHost.start(rogue("slow"), fast);
+  // A grace far beyond the engine's 100 ms answer: on a loaded machine a 200 ms grace ran out
+  // first and the host stopped the engine, which is not what this test is about.
+  await using host = await EngineHost.start(rogue("slow"), { ...fast, graceMs: 10_000 });
   const controller = new AbortController();
   const running = host.run(question, model, {}, { signal: controller.signal });
   controller.abort();
