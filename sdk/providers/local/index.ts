@@ -9,7 +9,6 @@
  */
 
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import {
   ProviderFeatureNotSupportedError,
   SandboxError,
@@ -26,7 +25,8 @@ import type {
   SandboxProvider,
 } from "../types.ts";
 import { controlCall, type ControlRequest, ControlUnavailable } from "./control.ts";
-import { denoDir, findBwrap, INSIDE_DENO, launchPlan, packageDir } from "./launch.ts";
+import { denoDir, findBwrap, INSIDE_DENO, launchPlan } from "./launch.ts";
+import { cacheSandboxModules, packageSource } from "./package_source.ts";
 import { isAlive, killTree, procReadable } from "./procfs.ts";
 import {
   type Isolation,
@@ -86,7 +86,16 @@ function defaultPolicy(isolation: Isolation, home: string): Record<string, unkno
   return {
     paths: {
       allow: ["/"],
-      read_only: ["/usr", "/etc", "/opt/sandbar", "/proc", "/sys", "/dev", packageDir(), denoDir()],
+      read_only: [
+        "/usr",
+        "/etc",
+        "/opt/sandbar",
+        "/proc",
+        "/sys",
+        "/dev",
+        ...(packageSource().dir ? [packageSource().dir!] : []),
+        denoDir(),
+      ],
       deny: ["/run/sandbar", "/run/sandbar/**"],
     },
   };
@@ -207,7 +216,11 @@ export class LocalProvider implements SandboxProvider {
     const policy = policyFor(request, isolation, isolation === "bwrap" ? "/home/user" : dir.root);
     if (request.policy !== undefined) await validatePolicy(policy);
     await Deno.mkdir(join(dir.run, "state"), { mode: 0o700 });
+    const source = packageSource();
+    await cacheSandboxModules(source, denoDir());
     const plan = launchPlan({
+      source,
+      denoDir: denoDir(),
       policy,
       isolation,
       sandboxDir: dir.path,
@@ -246,9 +259,11 @@ export class LocalProvider implements SandboxProvider {
       launch: { argv: plan.argv, env: plan.env },
     };
     await writeState(dir, state);
-    const supervisor = spawnSupervisor(fileURLToPath(new URL("./supervisor.ts", import.meta.url)), [
-      dir.path,
-    ]);
+    const supervisor = spawnSupervisor(
+      source.module("sdk/providers/local/supervisor.ts"),
+      source.runFlags,
+      [dir.path],
+    );
     const signal = await readySignal(supervisor, (startTimeout + 5) * 1000);
     if (signal.event !== "ready") {
       throw new SandboxError(`The local sandbox did not start: ${signal.message}`, {
@@ -420,7 +435,8 @@ function handleOf(state: LocalState): SandboxHandle {
       state.isolation === "bwrap" ? INSIDE_DENO : Deno.execPath(),
       "run",
       "-A",
-      join(packageDir(), "server/main.ts"),
+      ...packageSource().runFlags,
+      packageSource().module("server/main.ts"),
     ],
   };
 }

@@ -25,12 +25,12 @@
  */
 
 import { basename, dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { ENDPOINTS } from "../../../server/endpoints.ts";
 import { narrowedServerArgv } from "../../../server/launch.ts";
 import { compilePolicy } from "../../../server/policy/compile.ts";
 import type { PolicyFile } from "../../../server/policy/schema.ts";
 import { ValidationError } from "../../errors/index.ts";
+import type { PackageSource } from "./package_source.ts";
 import type { Isolation } from "./state.ts";
 
 /** What the launch plan is made from. */
@@ -53,6 +53,10 @@ export interface LaunchInputs {
   commandsFile?: string;
   /** The in-sandbox server's policy (written to `policy.json` in the run directory). */
   policy: Record<string, unknown>;
+  /** Where the server and the relay are run from. */
+  source: PackageSource;
+  /** Deno's cache directory (mounted read-only inside). */
+  denoDir: string;
 }
 
 /** The command line, its environment, and the sandbox's home as seen inside. */
@@ -69,17 +73,6 @@ export interface LaunchPlan {
    * (PID 1 inside) keep their environment readable by anything running as the same user.
    */
   secrets: Record<string, string>;
-}
-
-/** The package's root directory on disk (the local provider runs `server/main.ts` from it). */
-export function packageDir(): string {
-  const url = new URL("../../../", import.meta.url);
-  if (url.protocol !== "file:") {
-    throw new Error(
-      `The local provider runs the server from the package on disk, but it was loaded from ${url}`,
-    );
-  }
-  return fileURLToPath(url).replace(/\/$/, "");
 }
 
 /** Deno's cache directory, as `deno info` reports it. */
@@ -171,7 +164,7 @@ function etcBinds(): string[] {
  */
 function serverArgs(
   deno: string,
-  pkg: string,
+  pkg: string | undefined,
   paths: { home: string; run: string; commands?: string },
   policy: Record<string, unknown>,
   env: Record<string, string>,
@@ -200,6 +193,7 @@ function serverArgs(
     stateDir,
     commandsFile: paths.commands,
     policyFile,
+    cachedOnly: true,
     serverArgs: [
       "--root",
       paths.home,
@@ -221,8 +215,8 @@ function serverArgs(
  * ```
  */
 export function launchPlan(inputs: LaunchInputs): LaunchPlan {
-  const pkg = packageDir();
-  const cache = denoDir();
+  const pkg = inputs.source.dir ?? undefined;
+  const cache = inputs.denoDir;
   const bwrap = inputs.isolation === "bwrap" ? findBwrap() : null;
   if (inputs.isolation === "bwrap" && !bwrap) throw new Error("bwrap is not on PATH");
   const home = bwrap ? INSIDE_HOME : inputs.rootDir;
@@ -269,14 +263,16 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     `--allow-net=127.0.0.1,unix:${INSIDE_RUN}/relay.sock`,
     `--allow-read=${INSIDE_RUN}`,
     `--allow-write=${INSIDE_RUN}`,
-    join(pkg, "sdk/providers/local/relay.ts"),
+    ...inputs.source.runFlags,
+    inputs.source.module("sdk/providers/local/relay.ts"),
     join(INSIDE_RUN, "relay.sock"),
   ];
   // The relay starts beside the server; `exec` makes the server the sandbox's main process, so
   // the sandbox ends when the server does, and a relay that ends takes the server with it
   // (without the relay the sandbox is unreachable).
-  // The relay needs nothing from the cache, and Deno starts ~150 ms slower on a read-only
-  // DENO_DIR (SQLite rebuilds the caches' WAL index in memory), so it gets a fresh one.
+  // From a package on disk the relay needs nothing from the cache, and Deno starts ~150 ms
+  // slower on a read-only DENO_DIR (SQLite rebuilds the caches' WAL index in memory), so it
+  // gets a fresh one; loaded by URL, it is in the cache.
   // The tokens are read from their files only after the relay has forked (so no other process
   // holds them), the files are removed, and they reach the server alone through its environment;
   // the server then marks itself non-dumpable (server/hardening.ts).
@@ -292,7 +288,9 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     assigns.push(`${variable}="$${variable}"`);
   }
   const script =
-    `{ DENO_DIR=/tmp/.sandbar-relay ${relay.map(shellQuote).join(" ")}; kill $$; } & ` +
+    `{ ${pkg ? "DENO_DIR=/tmp/.sandbar-relay " : ""}${
+      relay.map(shellQuote).join(" ")
+    }; kill $$; } & ` +
     `${reads.join(" && ")} && ${assigns.join(" ")} exec ${server.map(shellQuote).join(" ")}`;
   const argv = [
     bwrap,
@@ -332,9 +330,7 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     "--ro-bind",
     Deno.execPath(),
     INSIDE_DENO,
-    "--ro-bind",
-    pkg,
-    pkg,
+    ...(pkg ? ["--ro-bind", pkg, pkg] : []),
     "--ro-bind",
     cache,
     cache,
