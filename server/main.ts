@@ -37,9 +37,9 @@ options:
   --pty-port N       PTY WebSocket port (default 9001; 0 picks a free one)
   --policy FILE      policy file (JSONC); without one the "standard" preset applies and paths
                      are limited to --root
-  --root DIR         the directory relative paths are resolved against and, without a policy
-                     that says otherwise, the only tree the server may touch (default: the
-                     current directory); it must exist
+  --root DIR         the server's root directory (default: the current directory); it must
+                     exist. Relative paths resolve against it, and unless the policy says
+                     otherwise it is the only tree the server may touch
   --commands FILE    a module whose default export registers named commands
   --audit-log FILE   append audit lines (JSON) to FILE instead of stderr
   --no-narrow        serve in this process instead of a child under narrowed permissions
