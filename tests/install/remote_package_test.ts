@@ -66,7 +66,10 @@ Deno.test("server CLI from the package's URL: --help, a missing --root, and a re
   const help = await project.run([cli, "--help"]);
   assert.equal(help.code, 0, help.stderr);
   assert.match(help.stdout, /^usage: deno run -A jsr:@sandbar\/sandbar\/server\/cli/);
-  assert.match(help.stdout, /--root DIR +the server's root directory \(default: the current directory\); it must\s+exist/);
+  assert.match(
+    help.stdout,
+    /--root DIR +the server's root directory \(default: the current directory\); it must\s+exist/,
+  );
 
   const missing = join(project.dir, "no-such-dir");
   const bad = await project.run([cli, "--root", missing, "--port", "0", "--pty-port", "0"]);

@@ -268,3 +268,75 @@ Deno.test("the gateway refuses malformed heads and other sandboxes' hosts", asyn
   );
   assert.equal(await raw("GET /health HTTP/1.1\r\nHost: x\r\n\r\n"), "HTTP/1.1 200 OK");
 });
+
+Deno.test("the host's channel cannot be replaced, redirected or joined from inside", async () => {
+  await using sandbox = await Sandbox.create();
+  // An attacker inside: try to move, remove or shadow the socket the host's requests come
+  // through, and to join the channel with a guessed key or nonce.
+  await sandbox.files.write(
+    "/home/user/attack.py",
+    `import json, os, socket
+d = "/run/sandbar-channel"
+sock = d + "/relay.sock"
+res = {}
+def attempt(name, fn):
+    try:
+        fn()
+        res[name] = "done"
+    except OSError as e:
+        res[name] = e.strerror
+attempt("rename", lambda: os.rename(sock, d + "/moved"))
+attempt("unlink", lambda: os.unlink(sock))
+attempt("symlink", lambda: os.symlink("/", d + "/evil"))
+attempt("bind", lambda: socket.socket(socket.AF_UNIX).bind(d + "/evil.sock"))
+answers = []
+for line in [b"control " + b"0" * 64 + b"\\n", b"data " + b"0" * 32 + b"\\n", b"open 1 9000\\n"]:
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sock)
+    s.sendall(line)
+    s.settimeout(20)
+    answers.append(s.recv(100).decode())
+res["answers"] = answers
+print(json.dumps(res))
+`,
+  );
+  const attack = await sandbox.commands.run("python3 /home/user/attack.py");
+  assert.equal(attack.exitCode, 0, attack.stderr);
+  const readOnly = "Read-only file system";
+  assert.deepEqual(JSON.parse(attack.stdout), {
+    rename: readOnly,
+    unlink: readOnly,
+    symlink: readOnly,
+    bind: readOnly,
+    answers: ["", "", ""], // each closed by the host without a word
+  });
+  // A listener where the socket used to be (the run directory is writable inside), recording
+  // whatever reaches it: the host must never dial it.
+  await sandbox.files.write(
+    "/home/user/listen.py",
+    `import os, socket
+p = "/run/sandbar/relay.sock"
+try:
+    os.unlink(p)
+except FileNotFoundError:
+    pass
+s = socket.socket(socket.AF_UNIX)
+s.bind(p)
+s.listen()
+open("/home/user/listening", "w").close()
+while True:
+    c, _ = s.accept()
+    with open("/home/user/captured", "ab") as f:
+        f.write(c.recv(65536))
+    c.close()
+`,
+  );
+  const listener = await sandbox.commands.start("python3 /home/user/listen.py", { timeout: 0 });
+  assert.ok(await eventually(() => sandbox.files.exists("/home/user/listening")));
+  for (let i = 0; i < 3; i++) {
+    const r = await sandbox.commands.run(`echo request ${i}`);
+    assert.equal(r.stdout, `request ${i}\n`);
+  }
+  assert.equal(await sandbox.files.exists("/home/user/captured"), false);
+  await listener.kill();
+});

@@ -96,7 +96,7 @@ function defaultPolicy(isolation: Isolation, home: string): Record<string, unkno
         ...(packageSource().dir ? [packageSource().dir!] : []),
         denoDir(),
       ],
-      deny: ["/run/sandbar", "/run/sandbar/**"],
+      deny: ["/run/sandbar", "/run/sandbar/**", "/run/sandbar-channel", "/run/sandbar-channel/**"],
     },
   };
 }
@@ -182,7 +182,7 @@ export class LocalProvider implements SandboxProvider {
     const isolation = this.#isolationNow();
     const id = newId();
     const dir = new SandboxDir(this.home, id);
-    if (dir.relaySocket.length > 107) {
+    if (dir.channelSocket.length > 107) {
       throw new ValidationError(`The sandbox directory path is too long for a Unix socket`, {
         suggestion: "Set SANDBAR_HOME (or the provider's `home`) to a shorter directory.",
       });
@@ -205,6 +205,7 @@ export class LocalProvider implements SandboxProvider {
   ): Promise<SandboxHandle> {
     await Deno.mkdir(dir.root, { mode: 0o755 });
     await Deno.mkdir(dir.run, { mode: 0o700 });
+    await Deno.mkdir(dir.channel, { mode: 0o700 });
     if (isolation === "none") await Deno.mkdir(join(dir.path, "tmp"), { mode: 0o700 });
     const serverToken = newToken();
     const commandsFile = request.commandsFile
@@ -226,6 +227,7 @@ export class LocalProvider implements SandboxProvider {
       sandboxDir: dir.path,
       rootDir: dir.root,
       runDir: dir.run,
+      channelDir: dir.channel,
       envs: request.envs,
       serverToken,
       access: { env: ACCESS_TOKEN_ENV, token: accessToken },

@@ -12,11 +12,13 @@
  * | `/tmp`, `/dev/shm`     | fresh tmpfs                                                  |
  * | `/opt/sandbar/bin/deno`| this Deno, read-only                                         |
  * | the package, DENO_DIR  | read-only, at their host paths (the server runs from there)  |
- * | `/run/sandbar`         | the policy file and the relay's socket                       |
+ * | `/run/sandbar`         | the policy file, the server's state, the relay's key (once)  |
+ * | `/run/sandbar-channel` | the supervisor's socket the relay connects to, read-only     |
  *
  * Its network namespace has only a loopback interface: nothing in it can reach the host's
  * loopback, the LAN or the internet. The in-sandbox server listens on 127.0.0.1:9000 and 9001
- * inside; the relay bridges that namespace to the host's supervisor through a Unix socket.
+ * inside; the relay bridges that namespace to the host's supervisor through a Unix socket in a
+ * directory the sandbox cannot write (see `channel.ts`).
  *
  * Without bubblewrap, the server runs directly on the host under its narrowed Deno permissions,
  * with the sandbox directory as its root; ports are then the host's.
@@ -30,6 +32,7 @@ import { narrowedServerArgv } from "../../../server/launch.ts";
 import { compilePolicy } from "../../../server/policy/compile.ts";
 import type { PolicyFile } from "../../../server/policy/schema.ts";
 import { ValidationError } from "../../errors/index.ts";
+import { CHANNEL_SOCKET, RELAY_KEY_FILE } from "./channel.ts";
 import type { PackageSource } from "./package_source.ts";
 import type { Isolation } from "./state.ts";
 
@@ -43,6 +46,8 @@ export interface LaunchInputs {
   rootDir: string;
   /** The run directory on the host. */
   runDir: string;
+  /** The directory of the supervisor's channel socket on the host (read-only inside). */
+  channelDir: string;
   /** Environment variables of the sandbox. */
   envs: Record<string, string>;
   /** The in-sandbox server's token. */
@@ -83,6 +88,8 @@ export function denoDir(): string {
 
 const INSIDE_HOME = "/home/user";
 const INSIDE_RUN = "/run/sandbar";
+/** Where the supervisor's channel socket is inside (mounted read-only). */
+const INSIDE_CHANNEL = "/run/sandbar-channel";
 /** Where Deno is inside a bubblewrap sandbox. */
 export const INSIDE_DENO = "/opt/sandbar/bin/deno";
 const INSIDE_COMMANDS = "/opt/sandbar/commands";
@@ -260,12 +267,13 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     "--no-config",
     "--no-lock",
     "--no-prompt",
-    `--allow-net=127.0.0.1,unix:${INSIDE_RUN}/relay.sock`,
-    `--allow-read=${INSIDE_RUN}`,
-    `--allow-write=${INSIDE_RUN}`,
+    `--allow-net=127.0.0.1,unix:${INSIDE_CHANNEL}/${CHANNEL_SOCKET}`,
+    `--allow-read=${INSIDE_CHANNEL},${join(INSIDE_RUN, RELAY_KEY_FILE)}`,
+    `--allow-write=${INSIDE_CHANNEL},${join(INSIDE_RUN, RELAY_KEY_FILE)}`,
     ...inputs.source.runFlags,
     inputs.source.module("sdk/providers/local/relay.ts"),
-    join(INSIDE_RUN, "relay.sock"),
+    join(INSIDE_CHANNEL, CHANNEL_SOCKET),
+    join(INSIDE_RUN, RELAY_KEY_FILE),
   ];
   // The relay starts beside the server; `exec` makes the server the sandbox's main process, so
   // the sandbox ends when the server does, and a relay that ends takes the server with it
@@ -327,6 +335,9 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     "--bind",
     inputs.runDir,
     INSIDE_RUN,
+    "--ro-bind",
+    inputs.channelDir,
+    INSIDE_CHANNEL,
     "--ro-bind",
     Deno.execPath(),
     INSIDE_DENO,

@@ -20,13 +20,21 @@
  * @module
  */
 
-import { basename, dirname } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { capabilityNames } from "../capabilities.ts";
+import { newRelayKey, RELAY_KEY_FILE, RelayChannel } from "./channel.ts";
 import { type ControlRequest, type ControlResponse, serveControl } from "./control.ts";
 import { type Gateway, startGateway } from "./gateway.ts";
 import { killTree, processRef, signalTree } from "./procfs.ts";
-import { type Duplex, readUntil, writeAll } from "./splice.ts";
-import { type LocalState, readState, removeTree, SandboxDir, writeState } from "./state.ts";
+import type { Duplex } from "./splice.ts";
+import {
+  type LocalState,
+  readState,
+  removeTree,
+  SandboxDir,
+  writeAtomic,
+  writeState,
+} from "./state.ts";
 
 const LOG_LIMIT = 8 * 1024 * 1024;
 const TAIL = 4096;
@@ -37,6 +45,7 @@ class Supervisor {
   state: LocalState;
   child!: Deno.ChildProcess;
   gateways: Gateway[] = [];
+  channel: RelayChannel | undefined;
   stopControl: () => void = () => {};
   timer: ReturnType<typeof setTimeout> | undefined;
   stopping: Promise<void> | undefined;
@@ -78,17 +87,7 @@ class Supervisor {
         throw new Error(`nothing listens on port ${port}`);
       }
     }
-    const conn = await Deno.connect({ transport: "unix", path: this.dir.relaySocket });
-    try {
-      await writeAll(conn, new TextEncoder().encode(`${port}\n`));
-      const line = await readUntil(conn, new Uint8Array([10]), 4096);
-      const text = line ? new TextDecoder().decode(line.head) : "error the relay closed";
-      if (text !== "ok") throw new Error(text.replace(/^error /, ""));
-      return conn;
-    } catch (e) {
-      conn.close();
-      throw e;
-    }
+    return await this.channel!.dial(port);
   }
 
   armTimer(): void {
@@ -146,6 +145,7 @@ class Supervisor {
       await this.save();
       this.stopControl();
       for (const g of this.gateways) g.close();
+      this.channel?.close();
       const root = processRef(this.treeRoot);
       if (this.state.isolation === "bwrap") killTree(root ?? undefined);
       else signalTree(Deno.pid, "SIGKILL");
@@ -216,6 +216,13 @@ async function main(path: string): Promise<number> {
   }
   const sup = new Supervisor(dir, state);
   if (state.isolation === "none") becomeSubreaper();
+  if (state.isolation === "bwrap") {
+    // Before the sandbox exists: the relay's key, and the socket it will connect to.
+    const key = newRelayKey();
+    await writeAtomic(join(dir.run, RELAY_KEY_FILE), `${key}\n`, 0o600);
+    await Deno.remove(dir.channelSocket).catch(() => {});
+    sup.channel = new RelayChannel(dir.channelSocket, key);
+  }
   const [cmd, ...args] = state.launch.argv;
   sup.log = await Deno.open(dir.log, { append: true, create: true, mode: 0o600 });
   sup.child = new Deno.Command(cmd, {
@@ -228,13 +235,11 @@ async function main(path: string): Promise<number> {
     stderr: "piped",
   }).spawn();
   const listening = Promise.withResolvers<{ url: string; pty_url: string }>();
-  const relayReady = Promise.withResolvers<void>();
-  if (state.isolation === "none") relayReady.resolve();
+  const relayReady = sup.channel?.ready ?? Promise.resolve();
   const onLine = (line: string) => {
     try {
       const event = JSON.parse(line);
       if (event.event === "listening") listening.resolve(event);
-      if (event.event === "relay_ready") relayReady.resolve();
     } catch { /* not an event */ }
   };
   const record = (b: Uint8Array) => sup.record(b);
@@ -253,7 +258,7 @@ async function main(path: string): Promise<number> {
   });
   try {
     const [addresses] = await Promise.race([
-      Promise.all([listening.promise, relayReady.promise]),
+      Promise.all([listening.promise, relayReady]),
       exited,
       late,
     ]);
