@@ -340,3 +340,64 @@ while True:
   assert.equal(await sandbox.files.exists("/home/user/captured"), false);
   await listener.kill();
 });
+
+Deno.test("no program behind a port gets the access token; the gateway still refuses strangers", async () => {
+  await using sandbox = await Sandbox.create();
+  // A program in the sandbox that records the headers of every request it gets.
+  await sandbox.files.write(
+    "/home/user/record.py",
+    `import http.server, json
+class H(http.server.BaseHTTPRequestHandler):
+    def answer(self):
+        n = int(self.headers.get("content-length") or 0)
+        self.rfile.read(n)
+        with open("/home/user/headers.jsonl", "a") as f:
+            f.write(json.dumps({k.lower(): v for k, v in self.headers.items()}) + "\\n")
+        body = b'{"status": "ok"}'
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    do_GET = answer
+    do_POST = answer
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", 8080), H).serve_forever()
+`,
+  );
+  const recorder = await sandbox.commands.start("python3 /home/user/record.py", { timeout: 0 });
+  try {
+    const access = sandbox.network.getAccessHeaders();
+    assert.ok(
+      await eventually(async () => {
+        const res = await fetch(`${sandbox.url}/_port/8080/ready`, { headers: access });
+        await res.body?.cancel();
+        return res.status === 200;
+      }),
+    );
+    // The SDK's own clients of a port: serverAt, and run on another server port.
+    assert.equal(await sandbox.serverAt(8080).health(), true);
+    await sandbox.run("anything", { a: 1 }, { serverPort: 8080 }).catch(() => {});
+    // Without a credential the gateway refuses, on a program's port and on the server's.
+    for (const url of [`${sandbox.url}/_port/8080/`, `${sandbox.url}/health`]) {
+      const refused = await fetch(url);
+      assert.equal(refused.status, 401);
+      assert.equal((await refused.json()).code, "unauthorized");
+    }
+    const recorded = (await sandbox.files.read("/home/user/headers.jsonl")).trim().split("\n")
+      .map((l) => JSON.parse(l) as Record<string, string>);
+    assert.ok(recorded.length >= 3, JSON.stringify(recorded));
+    assert.ok(recorded.some((h) => h["content-type"] === "application/json")); // run's POST
+    const token = sandbox.info.envdAccessToken!;
+    for (const headers of recorded) {
+      assert.equal(headers["x-access-token"], undefined);
+      assert.equal(headers["x-sandbar-gateway"], undefined);
+      assert.ok(!Object.values(headers).some((v) => v.includes(token)), JSON.stringify(headers));
+    }
+    // The sandbox's own server is still reached by the SDK (it authenticates by its token).
+    assert.equal((await sandbox.commands.run("echo still")).stdout, "still\n");
+  } finally {
+    await recorder.kill();
+  }
+});

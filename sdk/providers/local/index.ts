@@ -255,6 +255,7 @@ export class LocalProvider implements SandboxProvider {
       secure: request.secure,
       serverToken,
       accessToken,
+      gatewayToken: newToken(),
       isolation,
       home: plan.home,
       startTimeout,
@@ -421,8 +422,11 @@ function handleOf(state: LocalState): SandboxHandle {
   const portAddress = (port: number, ws = false): PortAddress => {
     const listener = ws ? ports.pty : ports.http;
     const prefix = port === (ws ? 9001 : 9000) ? "" : `/_port/${port}`;
+    // The SDK's server clients pass the gateway with its own token, never the access token
+    // (which the gateway would hand to the sandbox's server as an identity).
     const headers: Record<string, string> = {};
-    if (state.secure) headers["X-Access-Token"] = state.accessToken;
+    if (state.secure && state.gatewayToken) headers["X-Sandbar-Gateway"] = state.gatewayToken;
+    else if (state.secure) headers["X-Access-Token"] = state.accessToken;
     return { url: `${ws ? "ws" : "http"}://127.0.0.1:${listener}${prefix}`, headers };
   };
   return {

@@ -51,6 +51,11 @@ export interface LocalState {
   serverToken: string;
   /** The gateway's access token (`X-Access-Token`). */
   accessToken: string;
+  /**
+   * The gateway's own token (`X-Sandbar-Gateway`), which the SDK's server clients send instead
+   * of the access token. Absent in states written before it existed.
+   */
+  gatewayToken?: string;
   /** How it is isolated. */
   isolation: Isolation;
   /** The home directory as the sandbox sees it. */

@@ -193,7 +193,8 @@ async function drain(
 /** The sandbox's capability names, read from its server through the gateway. */
 async function discover(state: LocalState, gatewayPort: number): Promise<string[]> {
   const headers: Record<string, string> = { authorization: `Bearer ${state.serverToken}` };
-  if (state.secure) headers["x-access-token"] = state.accessToken;
+  if (state.secure && state.gatewayToken) headers["x-sandbar-gateway"] = state.gatewayToken;
+  else if (state.secure) headers["x-access-token"] = state.accessToken;
   const res = await fetch(`http://127.0.0.1:${gatewayPort}/capabilities`, { headers });
   if (!res.ok) {
     await res.body?.cancel();
@@ -275,10 +276,11 @@ async function main(path: string): Promise<number> {
         }
         : null;
     const accessToken = state.secure ? state.accessToken : null;
+    const gatewayToken = state.secure ? state.gatewayToken ?? null : null;
     const dial = (port: number) => sup.dial(port);
     for (const defaultPort of [9000, 9001]) {
       sup.gateways.push(
-        startGateway({ sandboxId: state.id, defaultPort, accessToken, dial, refuse }),
+        startGateway({ sandboxId: state.id, defaultPort, accessToken, gatewayToken, dial, refuse }),
       );
     }
     await Deno.remove(dir.controlSocket).catch(() => {});
