@@ -339,6 +339,13 @@ while True:
   }
   assert.equal(await sandbox.files.exists("/home/user/captured"), false);
   await listener.kill();
+  // The relay, which every request passes through, is closed to the sandbox's processes.
+  const relay = await sandbox.commands.run(
+    "for p in /proc/[0-9]*; do case \"$(tr '\\0' ' ' < $p/cmdline 2>/dev/null)\" in " +
+      "/opt/sandbar/bin/deno\\ run\\ *relay.ts*) head -c1 $p/environ >/dev/null 2>&1 && echo readable || echo closed;; " +
+      "esac; done",
+  );
+  assert.equal(relay.stdout, "closed\n");
 });
 
 Deno.test("no program behind a port gets the access token; the gateway still refuses strangers", async () => {

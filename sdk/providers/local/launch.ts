@@ -270,6 +270,7 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     `--allow-net=127.0.0.1,unix:${INSIDE_CHANNEL}/${CHANNEL_SOCKET}`,
     `--allow-read=${INSIDE_CHANNEL},${join(INSIDE_RUN, RELAY_KEY_FILE)}`,
     `--allow-write=${INSIDE_CHANNEL},${join(INSIDE_RUN, RELAY_KEY_FILE)}`,
+    "--allow-ffi", // prctl(PR_SET_DUMPABLE, 0), as the server does
     ...inputs.source.runFlags,
     inputs.source.module("sdk/providers/local/relay.ts"),
     join(INSIDE_CHANNEL, CHANNEL_SOCKET),

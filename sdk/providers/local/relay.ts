@@ -10,12 +10,13 @@
  *   relay.ts /run/sandbar-channel/relay.sock /run/sandbar/relay_key
  * ```
  *
- * It reads and removes its key file first, prints `{"event":"relay_ready"}` on stdout once the
+ * It marks itself non-dumpable, reads and removes its key file first, prints `{"event":"relay_ready"}` on stdout once the
  * control connection is in, and exits when that connection ends (the host went away).
  *
  * @module
  */
 
+import { hideFromSameUser } from "../../../server/hardening.ts";
 import { splice, writeAll } from "./splice.ts";
 
 const encoder = new TextEncoder();
@@ -42,6 +43,9 @@ async function open(socket: string, nonce: string, port: number, say: (l: string
 }
 
 async function main(socket: string, keyFile: string): Promise<void> {
+  // Every request from the host passes through here with its credentials: like the server, the
+  // relay is closed to same-user processes (no ptrace, no /proc/<pid>/mem or environ).
+  hideFromSameUser();
   const key = (await Deno.readTextFile(keyFile)).trim();
   await Deno.remove(keyFile);
   const control = await Deno.connect({ transport: "unix", path: socket });
