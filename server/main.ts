@@ -88,7 +88,9 @@ async function checkRoot(root: string): Promise<void> {
     info = await Deno.stat(root);
   } catch (e) {
     if (e instanceof Deno.errors.NotFound) {
-      throw new Error(`--root ${root} does not exist; create it (mkdir -p ${root}) or name another`);
+      throw new Error(
+        `--root ${root} does not exist; create it (mkdir -p ${root}) or name another`,
+      );
     }
     throw new Error(`--root ${root}: ${(e as Error).message}`);
   }
