@@ -34,6 +34,11 @@ export interface NarrowedServerInputs {
   auditLog?: string;
   /** Arguments for `server/main.ts` (ports, `--root`, `--policy`, …). */
   serverArgs: string[];
+  /**
+   * Run a server loaded by URL from Deno's cache alone (`--cached-only`): for a sandbox, which
+   * has no network. Ignored for a package on disk.
+   */
+  cachedOnly?: boolean;
 }
 
 /**
@@ -83,7 +88,11 @@ export function narrowedServerArgv(inputs: NarrowedServerInputs): string[] {
     // `scripts/bench/files.ts`; the pipeline bench is unchanged by it.
     "--v8-flags=--max-semi-space-size=4",
     // The import map lives in the package's deno.json; the server may run from any directory.
-    ...(pkg ? ["--config", join(pkg, "deno.json")] : []),
+    // Loaded by URL (from a registry), its specifiers are already resolved: no configuration
+    // file, and none of the current directory's.
+    ...(pkg ? ["--config", join(pkg, "deno.json")] : ["--no-config"]),
+    ...(!pkg && inputs.cachedOnly ? ["--cached-only"] : []),
+    ...(!pkg ? [`--allow-import=${new URL(main).host}`] : []),
     ...flags,
     main,
     "--no-narrow",

@@ -1,16 +1,18 @@
 /**
- * The server's command line.
+ * The server's command line (the package exports it as `@sandbar/sandbar/server/cli`).
  *
  * ```sh
  * deno run -A server/main.ts [--host 127.0.0.1] [--port 9000] [--pty-port 9001] \
  *   [--policy FILE.jsonc] [--root DIR] [--commands FILE.ts] [--audit-log FILE] [--no-narrow]
+ * deno run -A jsr:@sandbar/sandbar/server/cli --help
  * ```
  *
  * Run with `-A`, it is a launcher: it validates the policy (a bad one stops it here with the
- * file, line and column), settles the token (`SVC_SERVER_TOKEN`, or a generated one printed
- * once on stderr), and starts the real server as a child under the narrowest Deno permissions
- * the policy implies (see `server/permissions/`). `--no-narrow` skips that and serves in this
- * process. When listening, the server prints one JSON line on stdout:
+ * file, line and column), checks that `--root` (default: the current directory) is a directory,
+ * settles the token (`SVC_SERVER_TOKEN`, or a generated one printed once on stderr), and starts
+ * the real server as a child under the narrowest Deno permissions the policy implies (see
+ * `server/permissions/`). `--no-narrow` skips that and serves in this process. When listening,
+ * the server prints one JSON line on stdout:
  * `{"event":"listening","url":"http://…","pty_url":"ws://…"}`.
  *
  * @module
@@ -25,7 +27,35 @@ import { compilePolicy } from "./policy/compile.ts";
 import { loadPolicyFile, PolicyLoadError } from "./policy/load.ts";
 import { generateToken, startServer } from "./serve.ts";
 
+/** What `--help` prints. */
+export const USAGE = `usage: deno run -A jsr:@sandbar/sandbar/server/cli [options]
+       (from a checkout: deno run -A server/main.ts [options], or deno task start [options])
+
+options:
+  --host HOST        address to listen on (default 127.0.0.1)
+  --port N           HTTP port (default 9000; 0 picks a free one)
+  --pty-port N       PTY WebSocket port (default 9001; 0 picks a free one)
+  --policy FILE      policy file (JSONC); without one the "standard" preset applies and paths
+                     are limited to --root
+  --root DIR         the server's root directory (default: the current directory); it must
+                     exist. Relative paths resolve against it, and unless the policy says
+                     otherwise it is the only tree the server may touch
+  --commands FILE    a module whose default export registers named commands
+  --audit-log FILE   append audit lines (JSON) to FILE instead of stderr
+  --no-narrow        serve in this process instead of a child under narrowed permissions
+  -h, --help         print this and exit
+
+environment:
+  SVC_SERVER_TOKEN   the default identity's token; without it one is generated and printed
+                     once on stderr
+
+Once listening it prints {"event":"listening","url":…,"pty_url":…} on stdout.`;
+
+/** A command line that asks for something other than a server. */
+class UsageRequested extends Error {}
+
 function parse(args: string[]) {
+  if (args.includes("--help") || args.includes("-h")) throw new UsageRequested();
   const { values } = parseArgs({
     args,
     options: {
@@ -51,10 +81,27 @@ function parse(args: string[]) {
   return { ...values, port, ptyPort, root: values.root ?? Deno.cwd() };
 }
 
+/** `--root` must name a directory that exists: otherwise every request would fail. */
+async function checkRoot(root: string): Promise<void> {
+  let info: Deno.FileInfo;
+  try {
+    info = await Deno.stat(root);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) {
+      throw new Error(
+        `--root ${root} does not exist; create it (mkdir -p ${root}) or name another`,
+      );
+    }
+    throw new Error(`--root ${root}: ${(e as Error).message}`);
+  }
+  if (!info.isDirectory) throw new Error(`--root ${root} is not a directory`);
+}
+
 type Args = ReturnType<typeof parse>;
 
 async function launch(args: Args, raw: string[]): Promise<number> {
   hideFromSameUser();
+  await checkRoot(args.root);
   const file = args.policy ? await loadPolicyFile(args.policy) : undefined;
   const env = Deno.env.toObject();
   let token = env.SVC_SERVER_TOKEN;
@@ -100,6 +147,7 @@ async function launch(args: Args, raw: string[]): Promise<number> {
 
 async function serve(args: Args): Promise<number> {
   hideFromSameUser();
+  await checkRoot(args.root);
   const auditFile = args["audit-log"]
     ? await Deno.open(args["audit-log"], { append: true, create: true })
     : undefined;
@@ -140,9 +188,17 @@ if (import.meta.main) {
     const args = parse(raw);
     code = args["no-narrow"] ? await serve(args) : await launch(args, raw);
   } catch (e) {
-    const message = e instanceof PolicyLoadError ? e.message : `${(e as Error).message}`;
-    console.error(`sandbar: ${message}`);
-    code = 2;
+    if (e instanceof UsageRequested) {
+      console.log(USAGE);
+      code = 0;
+    } else {
+      const message = e instanceof PolicyLoadError ? e.message : `${(e as Error).message}`;
+      console.error(`sandbar: ${message}`);
+      if (e instanceof TypeError && "code" in e && String(e.code).startsWith("ERR_PARSE_ARGS")) {
+        console.error("Run with --help for the options.");
+      }
+      code = 2;
+    }
   }
   Deno.exit(code);
 }

@@ -87,7 +87,9 @@ function listen(
 }
 
 async function loadCommands(registry: CommandRegistry, file: string): Promise<void> {
-  const mod = await import(pathToFileURL(resolve(file)).href);
+  // A file named at run time, so no analysis can see it; the literal `file://` prefix tells
+  // `deno publish` the import needs no import map (it warned about a bare expression).
+  const mod = await import(`file://${pathToFileURL(resolve(file)).pathname}`);
   if (typeof mod.default !== "function") {
     throw new Error(`${file}: the default export must be a function taking the registry`);
   }

@@ -83,14 +83,16 @@ function browserNeedsAnyHost(policy: CompiledPolicy): boolean {
  */
 export function permissionFlags(inputs: PermissionInputs): string[] {
   const { policy } = inputs;
-  const packageDir = resolve(dirname(new URL(import.meta.url).pathname), "../..");
+  // Loaded by URL (from a registry) the package is in Deno's cache, which is read below.
+  const here = new URL(import.meta.url);
+  const packageDir = here.protocol === "file:" ? resolve(dirname(here.pathname), "../..") : null;
   const denoDir = Deno.env.get("DENO_DIR") ??
     resolve(Deno.env.get("HOME") ?? "/root", ".cache/deno");
   const read = new Set([
     ...policy.paths.allow,
     resolve(inputs.root),
     inputs.stateDir,
-    packageDir,
+    ...(packageDir ? [packageDir] : []),
     denoDir,
     ...SYSTEM_READ,
   ]);

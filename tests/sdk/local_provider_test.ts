@@ -268,3 +268,143 @@ Deno.test("the gateway refuses malformed heads and other sandboxes' hosts", asyn
   );
   assert.equal(await raw("GET /health HTTP/1.1\r\nHost: x\r\n\r\n"), "HTTP/1.1 200 OK");
 });
+
+Deno.test("the host's channel cannot be replaced, redirected or joined from inside", async () => {
+  await using sandbox = await Sandbox.create();
+  // An attacker inside: try to move, remove or shadow the socket the host's requests come
+  // through, and to join the channel with a guessed key or nonce.
+  await sandbox.files.write(
+    "/home/user/attack.py",
+    `import json, os, socket
+d = "/run/sandbar-channel"
+sock = d + "/relay.sock"
+res = {}
+def attempt(name, fn):
+    try:
+        fn()
+        res[name] = "done"
+    except OSError as e:
+        res[name] = e.strerror
+attempt("rename", lambda: os.rename(sock, d + "/moved"))
+attempt("unlink", lambda: os.unlink(sock))
+attempt("symlink", lambda: os.symlink("/", d + "/evil"))
+attempt("bind", lambda: socket.socket(socket.AF_UNIX).bind(d + "/evil.sock"))
+answers = []
+for line in [b"control " + b"0" * 64 + b"\\n", b"data " + b"0" * 32 + b"\\n", b"open 1 9000\\n"]:
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sock)
+    s.sendall(line)
+    s.settimeout(20)
+    answers.append(s.recv(100).decode())
+res["answers"] = answers
+print(json.dumps(res))
+`,
+  );
+  const attack = await sandbox.commands.run("python3 /home/user/attack.py");
+  assert.equal(attack.exitCode, 0, attack.stderr);
+  const readOnly = "Read-only file system";
+  assert.deepEqual(JSON.parse(attack.stdout), {
+    rename: readOnly,
+    unlink: readOnly,
+    symlink: readOnly,
+    bind: readOnly,
+    answers: ["", "", ""], // each closed by the host without a word
+  });
+  // A listener where the socket used to be (the run directory is writable inside), recording
+  // whatever reaches it: the host must never dial it.
+  await sandbox.files.write(
+    "/home/user/listen.py",
+    `import os, socket
+p = "/run/sandbar/relay.sock"
+try:
+    os.unlink(p)
+except FileNotFoundError:
+    pass
+s = socket.socket(socket.AF_UNIX)
+s.bind(p)
+s.listen()
+open("/home/user/listening", "w").close()
+while True:
+    c, _ = s.accept()
+    with open("/home/user/captured", "ab") as f:
+        f.write(c.recv(65536))
+    c.close()
+`,
+  );
+  const listener = await sandbox.commands.start("python3 /home/user/listen.py", { timeout: 0 });
+  assert.ok(await eventually(() => sandbox.files.exists("/home/user/listening")));
+  for (let i = 0; i < 3; i++) {
+    const r = await sandbox.commands.run(`echo request ${i}`);
+    assert.equal(r.stdout, `request ${i}\n`);
+  }
+  assert.equal(await sandbox.files.exists("/home/user/captured"), false);
+  await listener.kill();
+  // The relay, which every request passes through, is closed to the sandbox's processes.
+  const relay = await sandbox.commands.run(
+    "for p in /proc/[0-9]*; do case \"$(tr '\\0' ' ' < $p/cmdline 2>/dev/null)\" in " +
+      "/opt/sandbar/bin/deno\\ run\\ *relay.ts*) head -c1 $p/environ >/dev/null 2>&1 && echo readable || echo closed;; " +
+      "esac; done",
+  );
+  assert.equal(relay.stdout, "closed\n");
+});
+
+Deno.test("no program behind a port gets the access token; the gateway still refuses strangers", async () => {
+  await using sandbox = await Sandbox.create();
+  // A program in the sandbox that records the headers of every request it gets.
+  await sandbox.files.write(
+    "/home/user/record.py",
+    `import http.server, json
+class H(http.server.BaseHTTPRequestHandler):
+    def answer(self):
+        n = int(self.headers.get("content-length") or 0)
+        self.rfile.read(n)
+        with open("/home/user/headers.jsonl", "a") as f:
+            f.write(json.dumps({k.lower(): v for k, v in self.headers.items()}) + "\\n")
+        body = b'{"status": "ok"}'
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    do_GET = answer
+    do_POST = answer
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", 8080), H).serve_forever()
+`,
+  );
+  const recorder = await sandbox.commands.start("python3 /home/user/record.py", { timeout: 0 });
+  try {
+    const access = sandbox.network.getAccessHeaders();
+    assert.ok(
+      await eventually(async () => {
+        const res = await fetch(`${sandbox.url}/_port/8080/ready`, { headers: access });
+        await res.body?.cancel();
+        return res.status === 200;
+      }),
+    );
+    // The SDK's own clients of a port: serverAt, and run on another server port.
+    assert.equal(await sandbox.serverAt(8080).health(), true);
+    await sandbox.run("anything", { a: 1 }, { serverPort: 8080 }).catch(() => {});
+    // Without a credential the gateway refuses, on a program's port and on the server's.
+    for (const url of [`${sandbox.url}/_port/8080/`, `${sandbox.url}/health`]) {
+      const refused = await fetch(url);
+      assert.equal(refused.status, 401);
+      assert.equal((await refused.json()).code, "unauthorized");
+    }
+    const recorded = (await sandbox.files.read("/home/user/headers.jsonl")).trim().split("\n")
+      .map((l) => JSON.parse(l) as Record<string, string>);
+    assert.ok(recorded.length >= 3, JSON.stringify(recorded));
+    assert.ok(recorded.some((h) => h["content-type"] === "application/json")); // run's POST
+    const token = sandbox.info.envdAccessToken!;
+    for (const headers of recorded) {
+      assert.equal(headers["x-access-token"], undefined);
+      assert.equal(headers["x-sandbar-gateway"], undefined);
+      assert.ok(!Object.values(headers).some((v) => v.includes(token)), JSON.stringify(headers));
+    }
+    // The sandbox's own server is still reached by the SDK (it authenticates by its token).
+    assert.equal((await sandbox.commands.run("echo still")).stdout, "still\n");
+  } finally {
+    await recorder.kill();
+  }
+});

@@ -13,11 +13,20 @@
  * 3. the header `X-Sandbar-Port: <port>`;
  * 4. the listener's default port (9000 for the HTTP listener, 9001 for the PTY one).
  *
- * In secure mode every request must carry `X-Access-Token: <access token>`, checked in
- * constant time. When the request also carries `Authorization` (the server's own token), the
- * gateway removes `X-Access-Token` so the program behind the port sees one credential; without
- * it, the header is passed on (the in-sandbox server accepts the access token as a files-only
- * identity, which is what `files.uploadUrl()` relies on). `X-Sandbar-Port` is always removed. Each forwarded HTTP request gets `Connection: close`: one
+ * In secure mode every request must carry one of two credentials, each checked in constant
+ * time:
+ *
+ * - `X-Access-Token: <access token>` (what `network.getAccessHeaders()` gives users, and what
+ *   `files.uploadUrl()` needs);
+ * - `X-Sandbar-Gateway: <gateway token>`, a credential of the gateway alone that the SDK's own
+ *   server clients send (`Sandbox.server`, `serverAt`, `run`), so they never send the access
+ *   token.
+ *
+ * Neither reaches a program behind a port: both are removed before forwarding. The one
+ * exception is `X-Access-Token` on the sandbox's own server (ports 9000 and 9001), which
+ * accepts it as a files-only identity (an upload or download URL); it is passed there only
+ * when the request carries no `Authorization` of its own. `X-Sandbar-Port` is always removed.
+ * Each forwarded HTTP request gets `Connection: close`: one
  * request per connection, so a keep-alive connection can never carry a second request past
  * the checks. WebSocket upgrades are forwarded as they are and then spliced.
  *
@@ -53,8 +62,10 @@ export interface GatewayOptions {
   sandboxId: string;
   /** The port a request goes to when it names none. */
   defaultPort: number;
-  /** The access token every request must carry, or null (not secure). */
+  /** The access token (`X-Access-Token`), or null (not secure: no credential needed). */
   accessToken: string | null;
+  /** The gateway's own token (`X-Sandbar-Gateway`), accepted in place of the access token. */
+  gatewayToken: string | null;
   /** Open a connection to a port inside the sandbox; throws with a message when it cannot. */
   dial(port: number): Promise<Duplex>;
   /** A refusal for every request while it returns one (for example while paused). */
@@ -182,11 +193,16 @@ function route(head: Head, options: GatewayOptions): Route | GatewayRefusal {
   return { port, requestLine: `${method} ${target} ${version}` };
 }
 
-function rewrite(head: Head, requestLine: string, secure: boolean, upgrade: boolean): Uint8Array {
-  const drop = new Set(["x-sandbar-port"]);
-  if (secure && header(head, "authorization") !== undefined) drop.add("x-access-token");
+/** The sandbox's own server: it takes the access token as an identity of its own. */
+const SERVER_PORTS = new Set([9000, 9001]);
+
+function rewrite(head: Head, routed: Route, upgrade: boolean): Uint8Array {
+  const drop = new Set(["x-sandbar-port", "x-sandbar-gateway"]);
+  if (!SERVER_PORTS.has(routed.port) || header(head, "authorization") !== undefined) {
+    drop.add("x-access-token");
+  }
   if (!upgrade) drop.add("connection").add("keep-alive");
-  const lines = [requestLine];
+  const lines = [routed.requestLine];
   for (const [name, value] of head.headers) {
     if (!drop.has(name.toLowerCase())) lines.push(`${name}: ${value}`);
   }
@@ -215,7 +231,10 @@ async function handle(conn: Deno.TcpConn, options: GatewayOptions): Promise<void
   const routed = route(head, options);
   if (!("port" in routed)) return await answer(conn, routed);
   if (options.accessToken !== null) {
-    if (!sameToken(header(head, "x-access-token"), options.accessToken)) {
+    const admitted = sameToken(header(head, "x-access-token"), options.accessToken) ||
+      (options.gatewayToken !== null &&
+        sameToken(header(head, "x-sandbar-gateway"), options.gatewayToken));
+    if (!admitted) {
       return await answer(conn, {
         status: 401,
         code: "unauthorized",
@@ -239,8 +258,7 @@ async function handle(conn: Deno.TcpConn, options: GatewayOptions): Promise<void
     });
   }
   try {
-    const secure = options.accessToken !== null;
-    await writeAll(upstream, rewrite(head, routed.requestLine, secure, upgrade));
+    await writeAll(upstream, rewrite(head, routed, upgrade));
     if (read.rest.length > 0) await writeAll(upstream, read.rest);
   } catch {
     upstream.close();
@@ -255,7 +273,7 @@ async function handle(conn: Deno.TcpConn, options: GatewayOptions): Promise<void
  * @example
  * ```ts ignore
  * const gateway = startGateway({
- *   sandboxId: "abc", defaultPort: 9000, accessToken: null,
+ *   sandboxId: "abc", defaultPort: 9000, accessToken: null, gatewayToken: null,
  *   dial: (port) => Deno.connect({ hostname: "127.0.0.1", port }),
  *   refuse: () => null,
  * });

@@ -9,7 +9,6 @@
  */
 
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import {
   ProviderFeatureNotSupportedError,
   SandboxError,
@@ -26,7 +25,8 @@ import type {
   SandboxProvider,
 } from "../types.ts";
 import { controlCall, type ControlRequest, ControlUnavailable } from "./control.ts";
-import { denoDir, findBwrap, INSIDE_DENO, launchPlan, packageDir } from "./launch.ts";
+import { denoDir, findBwrap, INSIDE_DENO, launchPlan } from "./launch.ts";
+import { cacheSandboxModules, packageSource } from "./package_source.ts";
 import { isAlive, killTree, procReadable } from "./procfs.ts";
 import {
   type Isolation,
@@ -86,8 +86,17 @@ function defaultPolicy(isolation: Isolation, home: string): Record<string, unkno
   return {
     paths: {
       allow: ["/"],
-      read_only: ["/usr", "/etc", "/opt/sandbar", "/proc", "/sys", "/dev", packageDir(), denoDir()],
-      deny: ["/run/sandbar", "/run/sandbar/**"],
+      read_only: [
+        "/usr",
+        "/etc",
+        "/opt/sandbar",
+        "/proc",
+        "/sys",
+        "/dev",
+        ...(packageSource().dir ? [packageSource().dir!] : []),
+        denoDir(),
+      ],
+      deny: ["/run/sandbar", "/run/sandbar/**", "/run/sandbar-channel", "/run/sandbar-channel/**"],
     },
   };
 }
@@ -173,7 +182,7 @@ export class LocalProvider implements SandboxProvider {
     const isolation = this.#isolationNow();
     const id = newId();
     const dir = new SandboxDir(this.home, id);
-    if (dir.relaySocket.length > 107) {
+    if (dir.channelSocket.length > 107) {
       throw new ValidationError(`The sandbox directory path is too long for a Unix socket`, {
         suggestion: "Set SANDBAR_HOME (or the provider's `home`) to a shorter directory.",
       });
@@ -196,6 +205,7 @@ export class LocalProvider implements SandboxProvider {
   ): Promise<SandboxHandle> {
     await Deno.mkdir(dir.root, { mode: 0o755 });
     await Deno.mkdir(dir.run, { mode: 0o700 });
+    await Deno.mkdir(dir.channel, { mode: 0o700 });
     if (isolation === "none") await Deno.mkdir(join(dir.path, "tmp"), { mode: 0o700 });
     const serverToken = newToken();
     const commandsFile = request.commandsFile
@@ -207,12 +217,17 @@ export class LocalProvider implements SandboxProvider {
     const policy = policyFor(request, isolation, isolation === "bwrap" ? "/home/user" : dir.root);
     if (request.policy !== undefined) await validatePolicy(policy);
     await Deno.mkdir(join(dir.run, "state"), { mode: 0o700 });
+    const source = packageSource();
+    await cacheSandboxModules(source, denoDir());
     const plan = launchPlan({
+      source,
+      denoDir: denoDir(),
       policy,
       isolation,
       sandboxDir: dir.path,
       rootDir: dir.root,
       runDir: dir.run,
+      channelDir: dir.channel,
       envs: request.envs,
       serverToken,
       access: { env: ACCESS_TOKEN_ENV, token: accessToken },
@@ -240,15 +255,18 @@ export class LocalProvider implements SandboxProvider {
       secure: request.secure,
       serverToken,
       accessToken,
+      gatewayToken: newToken(),
       isolation,
       home: plan.home,
       startTimeout,
       launch: { argv: plan.argv, env: plan.env },
     };
     await writeState(dir, state);
-    const supervisor = spawnSupervisor(fileURLToPath(new URL("./supervisor.ts", import.meta.url)), [
-      dir.path,
-    ]);
+    const supervisor = spawnSupervisor(
+      source.module("sdk/providers/local/supervisor.ts"),
+      source.runFlags,
+      [dir.path],
+    );
     const signal = await readySignal(supervisor, (startTimeout + 5) * 1000);
     if (signal.event !== "ready") {
       throw new SandboxError(`The local sandbox did not start: ${signal.message}`, {
@@ -404,8 +422,11 @@ function handleOf(state: LocalState): SandboxHandle {
   const portAddress = (port: number, ws = false): PortAddress => {
     const listener = ws ? ports.pty : ports.http;
     const prefix = port === (ws ? 9001 : 9000) ? "" : `/_port/${port}`;
+    // The SDK's server clients pass the gateway with its own token, never the access token
+    // (which the gateway would hand to the sandbox's server as an identity).
     const headers: Record<string, string> = {};
-    if (state.secure) headers["X-Access-Token"] = state.accessToken;
+    if (state.secure && state.gatewayToken) headers["X-Sandbar-Gateway"] = state.gatewayToken;
+    else if (state.secure) headers["X-Access-Token"] = state.accessToken;
     return { url: `${ws ? "ws" : "http"}://127.0.0.1:${listener}${prefix}`, headers };
   };
   return {
@@ -420,7 +441,8 @@ function handleOf(state: LocalState): SandboxHandle {
       state.isolation === "bwrap" ? INSIDE_DENO : Deno.execPath(),
       "run",
       "-A",
-      join(packageDir(), "server/main.ts"),
+      ...packageSource().runFlags,
+      packageSource().module("server/main.ts"),
     ],
   };
 }

@@ -12,11 +12,13 @@
  * | `/tmp`, `/dev/shm`     | fresh tmpfs                                                  |
  * | `/opt/sandbar/bin/deno`| this Deno, read-only                                         |
  * | the package, DENO_DIR  | read-only, at their host paths (the server runs from there)  |
- * | `/run/sandbar`         | the policy file and the relay's socket                       |
+ * | `/run/sandbar`         | the policy file, the server's state, the relay's key (once)  |
+ * | `/run/sandbar-channel` | the supervisor's socket the relay connects to, read-only     |
  *
  * Its network namespace has only a loopback interface: nothing in it can reach the host's
  * loopback, the LAN or the internet. The in-sandbox server listens on 127.0.0.1:9000 and 9001
- * inside; the relay bridges that namespace to the host's supervisor through a Unix socket.
+ * inside; the relay bridges that namespace to the host's supervisor through a Unix socket in a
+ * directory the sandbox cannot write (see `channel.ts`).
  *
  * Without bubblewrap, the server runs directly on the host under its narrowed Deno permissions,
  * with the sandbox directory as its root; ports are then the host's.
@@ -25,12 +27,13 @@
  */
 
 import { basename, dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { ENDPOINTS } from "../../../server/endpoints.ts";
 import { narrowedServerArgv } from "../../../server/launch.ts";
 import { compilePolicy } from "../../../server/policy/compile.ts";
 import type { PolicyFile } from "../../../server/policy/schema.ts";
 import { ValidationError } from "../../errors/mod.ts";
+import { CHANNEL_SOCKET, RELAY_KEY_FILE } from "./channel.ts";
+import type { PackageSource } from "./package_source.ts";
 import type { Isolation } from "./state.ts";
 
 /** What the launch plan is made from. */
@@ -43,6 +46,8 @@ export interface LaunchInputs {
   rootDir: string;
   /** The run directory on the host. */
   runDir: string;
+  /** The directory of the supervisor's channel socket on the host (read-only inside). */
+  channelDir: string;
   /** Environment variables of the sandbox. */
   envs: Record<string, string>;
   /** The in-sandbox server's token. */
@@ -53,6 +58,10 @@ export interface LaunchInputs {
   commandsFile?: string;
   /** The in-sandbox server's policy (written to `policy.json` in the run directory). */
   policy: Record<string, unknown>;
+  /** Where the server and the relay are run from. */
+  source: PackageSource;
+  /** Deno's cache directory (mounted read-only inside). */
+  denoDir: string;
 }
 
 /** The command line, its environment, and the sandbox's home as seen inside. */
@@ -71,17 +80,6 @@ export interface LaunchPlan {
   secrets: Record<string, string>;
 }
 
-/** The package's root directory on disk (the local provider runs `server/main.ts` from it). */
-export function packageDir(): string {
-  const url = new URL("../../../", import.meta.url);
-  if (url.protocol !== "file:") {
-    throw new Error(
-      `The local provider runs the server from the package on disk, but it was loaded from ${url}`,
-    );
-  }
-  return fileURLToPath(url).replace(/\/$/, "");
-}
-
 /** Deno's cache directory, as `deno info` reports it. */
 export function denoDir(): string {
   return Deno.env.get("DENO_DIR") ??
@@ -90,6 +88,8 @@ export function denoDir(): string {
 
 const INSIDE_HOME = "/home/user";
 const INSIDE_RUN = "/run/sandbar";
+/** Where the supervisor's channel socket is inside (mounted read-only). */
+const INSIDE_CHANNEL = "/run/sandbar-channel";
 /** Where Deno is inside a bubblewrap sandbox. */
 export const INSIDE_DENO = "/opt/sandbar/bin/deno";
 const INSIDE_COMMANDS = "/opt/sandbar/commands";
@@ -171,7 +171,7 @@ function etcBinds(): string[] {
  */
 function serverArgs(
   deno: string,
-  pkg: string,
+  pkg: string | undefined,
   paths: { home: string; run: string; commands?: string },
   policy: Record<string, unknown>,
   env: Record<string, string>,
@@ -200,6 +200,7 @@ function serverArgs(
     stateDir,
     commandsFile: paths.commands,
     policyFile,
+    cachedOnly: true,
     serverArgs: [
       "--root",
       paths.home,
@@ -221,8 +222,8 @@ function serverArgs(
  * ```
  */
 export function launchPlan(inputs: LaunchInputs): LaunchPlan {
-  const pkg = packageDir();
-  const cache = denoDir();
+  const pkg = inputs.source.dir ?? undefined;
+  const cache = inputs.denoDir;
   const bwrap = inputs.isolation === "bwrap" ? findBwrap() : null;
   if (inputs.isolation === "bwrap" && !bwrap) throw new Error("bwrap is not on PATH");
   const home = bwrap ? INSIDE_HOME : inputs.rootDir;
@@ -266,17 +267,21 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     "--no-config",
     "--no-lock",
     "--no-prompt",
-    `--allow-net=127.0.0.1,unix:${INSIDE_RUN}/relay.sock`,
-    `--allow-read=${INSIDE_RUN}`,
-    `--allow-write=${INSIDE_RUN}`,
-    join(pkg, "sdk/providers/local/relay.ts"),
-    join(INSIDE_RUN, "relay.sock"),
+    `--allow-net=127.0.0.1,unix:${INSIDE_CHANNEL}/${CHANNEL_SOCKET}`,
+    `--allow-read=${INSIDE_CHANNEL},${join(INSIDE_RUN, RELAY_KEY_FILE)}`,
+    `--allow-write=${INSIDE_CHANNEL},${join(INSIDE_RUN, RELAY_KEY_FILE)}`,
+    "--allow-ffi", // prctl(PR_SET_DUMPABLE, 0), as the server does
+    ...inputs.source.runFlags,
+    inputs.source.module("sdk/providers/local/relay.ts"),
+    join(INSIDE_CHANNEL, CHANNEL_SOCKET),
+    join(INSIDE_RUN, RELAY_KEY_FILE),
   ];
   // The relay starts beside the server; `exec` makes the server the sandbox's main process, so
   // the sandbox ends when the server does, and a relay that ends takes the server with it
   // (without the relay the sandbox is unreachable).
-  // The relay needs nothing from the cache, and Deno starts ~150 ms slower on a read-only
-  // DENO_DIR (SQLite rebuilds the caches' WAL index in memory), so it gets a fresh one.
+  // From a package on disk the relay needs nothing from the cache, and Deno starts ~150 ms
+  // slower on a read-only DENO_DIR (SQLite rebuilds the caches' WAL index in memory), so it
+  // gets a fresh one; loaded by URL, it is in the cache.
   // The tokens are read from their files only after the relay has forked (so no other process
   // holds them), the files are removed, and they reach the server alone through its environment;
   // the server then marks itself non-dumpable (server/hardening.ts).
@@ -292,7 +297,9 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     assigns.push(`${variable}="$${variable}"`);
   }
   const script =
-    `{ DENO_DIR=/tmp/.sandbar-relay ${relay.map(shellQuote).join(" ")}; kill $$; } & ` +
+    `{ ${pkg ? "DENO_DIR=/tmp/.sandbar-relay " : ""}${
+      relay.map(shellQuote).join(" ")
+    }; kill $$; } & ` +
     `${reads.join(" && ")} && ${assigns.join(" ")} exec ${server.map(shellQuote).join(" ")}`;
   const argv = [
     bwrap,
@@ -330,11 +337,12 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     inputs.runDir,
     INSIDE_RUN,
     "--ro-bind",
+    inputs.channelDir,
+    INSIDE_CHANNEL,
+    "--ro-bind",
     Deno.execPath(),
     INSIDE_DENO,
-    "--ro-bind",
-    pkg,
-    pkg,
+    ...(pkg ? ["--ro-bind", pkg, pkg] : []),
     "--ro-bind",
     cache,
     cache,

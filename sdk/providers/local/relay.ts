@@ -1,33 +1,27 @@
 /**
  * The relay: the one process of a local sandbox that bridges its private network namespace to
- * the host. It listens on a Unix socket in the sandbox's run directory (the host's supervisor
- * connects to it from outside the namespace) and, for each connection, reads one line naming a
- * port, connects to `127.0.0.1:<port>` inside the sandbox, answers `ok` (or `error <why>`) and
- * then copies bytes both ways.
+ * the host. It connects out to the supervisor's socket, which is mounted read-only inside (see
+ * `channel.ts` for the protocol): it presents its key once on a control connection, then for
+ * each `open <nonce> <port>` it connects to `127.0.0.1:<port>` inside and opens a data
+ * connection for it (or answers `fail <nonce> <why>`), and copies bytes both ways.
  *
  * ```sh
- * deno run --allow-net=127.0.0.1 --allow-read=/run/sandbar --allow-write=/run/sandbar \
- *   relay.ts /run/sandbar/relay.sock
+ * deno run --allow-net=127.0.0.1 --allow-read=… --allow-write=… \
+ *   relay.ts /run/sandbar-channel/relay.sock /run/sandbar/relay_key
  * ```
  *
- * Prints `{"event":"relay_ready"}` on stdout once it listens.
+ * It marks itself non-dumpable, reads and removes its key file first, prints `{"event":"relay_ready"}` on stdout once the
+ * control connection is in, and exits when that connection ends (the host went away).
  *
  * @module
  */
 
-import { readUntil, splice, writeAll } from "./splice.ts";
+import { hideFromSameUser } from "../../../server/hardening.ts";
+import { splice, writeAll } from "./splice.ts";
 
-const NEWLINE = new Uint8Array([10]);
 const encoder = new TextEncoder();
 
-async function handle(conn: Deno.UnixConn): Promise<void> {
-  const line = await readUntil(conn, NEWLINE, 16).catch(() => null);
-  const port = line ? Number(new TextDecoder().decode(line.head)) : NaN;
-  if (!line || !Number.isInteger(port) || port < 1 || port > 65535) {
-    await writeAll(conn, encoder.encode("error bad port line\n")).catch(() => {});
-    conn.close();
-    return;
-  }
+async function open(socket: string, nonce: string, port: number, say: (l: string) => void) {
   let upstream: Deno.TcpConn;
   try {
     upstream = await Deno.connect({ hostname: "127.0.0.1", port });
@@ -35,33 +29,64 @@ async function handle(conn: Deno.UnixConn): Promise<void> {
     const why = e instanceof Deno.errors.ConnectionRefused
       ? `nothing listens on port ${port}`
       : (e as Error).message.replaceAll("\n", " ");
-    await writeAll(conn, encoder.encode(`error ${why}\n`)).catch(() => {});
-    conn.close();
-    return;
+    return say(`fail ${nonce} ${why}`);
   }
-  await writeAll(conn, encoder.encode("ok\n"));
-  // The client sent nothing after its port line yet (it waits for "ok"), so `line.rest` is empty.
-  await splice(conn, upstream, true);
+  let data: Deno.UnixConn;
+  try {
+    data = await Deno.connect({ transport: "unix", path: socket });
+    await writeAll(data, encoder.encode(`data ${nonce}\n`));
+  } catch {
+    upstream.close();
+    return say(`fail ${nonce} the relay could not reach the host`);
+  }
+  await splice(data, upstream, true);
 }
 
-async function main(path: string): Promise<void> {
-  await Deno.remove(path).catch(() => {});
-  const listener = Deno.listen({ transport: "unix", path });
+async function main(socket: string, keyFile: string): Promise<void> {
+  // Every request from the host passes through here with its credentials: like the server, the
+  // relay is closed to same-user processes (no ptrace, no /proc/<pid>/mem or environ).
+  hideFromSameUser();
+  const key = (await Deno.readTextFile(keyFile)).trim();
+  await Deno.remove(keyFile);
+  const control = await Deno.connect({ transport: "unix", path: socket });
+  let writes = Promise.resolve();
+  const say = (line: string) => {
+    writes = writes.then(() => writeAll(control, encoder.encode(`${line}\n`))).catch(() => {});
+  };
+  await writeAll(control, encoder.encode(`control ${key}\n`));
   console.log(JSON.stringify({ event: "relay_ready" }));
-  for await (const conn of listener) {
-    handle(conn).catch(() => {
-      try {
-        conn.close();
-      } catch { /* closed */ }
-    });
+  for await (const line of lines(control)) {
+    const [verb, nonce, port] = line.split(" ");
+    if (verb === "open" && /^[0-9a-f]{32}$/.test(nonce) && /^\d{1,5}$/.test(port)) {
+      open(socket, nonce, Number(port), say).catch(() => {});
+    }
+  }
+}
+
+/** The lines of `conn` until it ends (or a line longer than any the host sends). */
+async function* lines(conn: Deno.UnixConn): AsyncGenerator<string> {
+  const decoder = new TextDecoder();
+  const buf = new Uint8Array(4096);
+  let pending = "";
+  while (true) {
+    const n = await conn.read(buf).catch(() => null);
+    if (n === null) return;
+    pending += decoder.decode(buf.subarray(0, n), { stream: true });
+    let at: number;
+    while ((at = pending.indexOf("\n")) >= 0) {
+      yield pending.slice(0, at);
+      pending = pending.slice(at + 1);
+    }
+    if (pending.length > 256) return;
   }
 }
 
 if (import.meta.main) {
-  const path = Deno.args[0];
-  if (!path) {
-    console.error("usage: relay.ts SOCKET_PATH");
+  const [socket, keyFile] = Deno.args;
+  if (!socket || !keyFile) {
+    console.error("usage: relay.ts SOCKET_PATH KEY_FILE");
     Deno.exit(2);
   }
-  await main(path);
+  await main(socket, keyFile);
+  Deno.exit(0);
 }

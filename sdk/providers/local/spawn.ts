@@ -7,7 +7,7 @@
  * @module
  */
 
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { onPath } from "./launch.ts";
 
 /** The supervisor's one line. */
@@ -28,10 +28,19 @@ export interface SpawnedSupervisor {
 // The supervisor reads /proc (pause, kill), which Deno allows only with --allow-all.
 const FLAGS = ["run", "-A", "--no-config", "--no-lock", "--no-prompt"];
 
-/** Start `deno run supervisor.ts ARGS…` detached. */
-export function spawnSupervisor(script: string, args: string[]): SpawnedSupervisor {
-  const errorLog = join(args[0] ?? dirname(script), "supervisor.log");
-  const deno = [Deno.execPath(), ...FLAGS, script, ...args];
+/**
+ * Start `deno run supervisor.ts ARGS…` detached; `script` is a path or a URL, `flags` extra
+ * `deno run` flags for it.
+ */
+export function spawnSupervisor(
+  script: string,
+  flags: readonly string[],
+  args: string[],
+): SpawnedSupervisor {
+  const errorLog = join(args[0], "supervisor.log");
+  // `-A` covers the `--allow-*` flags, and Deno refuses them beside it.
+  const extra = flags.filter((f) => !FLAGS.includes(f) && !f.startsWith("--allow-"));
+  const deno = [Deno.execPath(), ...FLAGS, ...extra, script, ...args];
   const setsid = onPath("setsid");
   // `exec … 2>>LOG` gives the supervisor a stderr that lives as long as it does.
   const sh = ["/bin/sh", "-c", 'exec "$@" 2>>"$0"', errorLog, ...deno];

@@ -8,7 +8,8 @@
  * sandboxes/<id>/state.json   the state (mode 0600: it holds the tokens)
  * sandboxes/<id>/control.sock the supervisor's control socket
  * sandboxes/<id>/root/        the sandbox's home directory (/home/user inside)
- * sandboxes/<id>/run/         policy, relay socket (/run/sandbar inside)
+ * sandboxes/<id>/run/         policy, server state (/run/sandbar inside)
+ * sandboxes/<id>/channel/     the supervisor's socket for the relay (read-only inside)
  * sandboxes/<id>/sandbox.log  what the sandbox's server printed (bounded)
  * ```
  *
@@ -20,6 +21,7 @@
 
 import { join } from "node:path";
 import type { SandboxStatus } from "../../models/sandbox.ts";
+import { CHANNEL_SOCKET } from "./channel.ts";
 import type { ProcessRef } from "./procfs.ts";
 
 /** How a sandbox is isolated: bubblewrap namespaces, or Deno permissions only. */
@@ -49,6 +51,11 @@ export interface LocalState {
   serverToken: string;
   /** The gateway's access token (`X-Access-Token`). */
   accessToken: string;
+  /**
+   * The gateway's own token (`X-Sandbar-Gateway`), which the SDK's server clients send instead
+   * of the access token. Absent in states written before it existed.
+   */
+  gatewayToken?: string;
   /** How it is isolated. */
   isolation: Isolation;
   /** The home directory as the sandbox sees it. */
@@ -113,9 +120,13 @@ export class SandboxDir {
   get run(): string {
     return join(this.path, "run");
   }
-  /** The relay's socket on the host side. */
-  get relaySocket(): string {
-    return join(this.run, "relay.sock");
+  /** Bound read-only at `/run/sandbar-channel` inside. */
+  get channel(): string {
+    return join(this.path, "channel");
+  }
+  /** The supervisor's socket the relay connects to. */
+  get channelSocket(): string {
+    return join(this.channel, CHANNEL_SOCKET);
   }
   /** What the sandbox printed. */
   get log(): string {

@@ -20,13 +20,21 @@
  * @module
  */
 
-import { basename, dirname } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { capabilityNames } from "../capabilities.ts";
+import { newRelayKey, RELAY_KEY_FILE, RelayChannel } from "./channel.ts";
 import { type ControlRequest, type ControlResponse, serveControl } from "./control.ts";
 import { type Gateway, startGateway } from "./gateway.ts";
 import { killTree, processRef, signalTree } from "./procfs.ts";
-import { type Duplex, readUntil, writeAll } from "./splice.ts";
-import { type LocalState, readState, removeTree, SandboxDir, writeState } from "./state.ts";
+import type { Duplex } from "./splice.ts";
+import {
+  type LocalState,
+  readState,
+  removeTree,
+  SandboxDir,
+  writeAtomic,
+  writeState,
+} from "./state.ts";
 
 const LOG_LIMIT = 8 * 1024 * 1024;
 const TAIL = 4096;
@@ -37,6 +45,7 @@ class Supervisor {
   state: LocalState;
   child!: Deno.ChildProcess;
   gateways: Gateway[] = [];
+  channel: RelayChannel | undefined;
   stopControl: () => void = () => {};
   timer: ReturnType<typeof setTimeout> | undefined;
   stopping: Promise<void> | undefined;
@@ -78,17 +87,7 @@ class Supervisor {
         throw new Error(`nothing listens on port ${port}`);
       }
     }
-    const conn = await Deno.connect({ transport: "unix", path: this.dir.relaySocket });
-    try {
-      await writeAll(conn, new TextEncoder().encode(`${port}\n`));
-      const line = await readUntil(conn, new Uint8Array([10]), 4096);
-      const text = line ? new TextDecoder().decode(line.head) : "error the relay closed";
-      if (text !== "ok") throw new Error(text.replace(/^error /, ""));
-      return conn;
-    } catch (e) {
-      conn.close();
-      throw e;
-    }
+    return await this.channel!.dial(port);
   }
 
   armTimer(): void {
@@ -146,6 +145,7 @@ class Supervisor {
       await this.save();
       this.stopControl();
       for (const g of this.gateways) g.close();
+      this.channel?.close();
       const root = processRef(this.treeRoot);
       if (this.state.isolation === "bwrap") killTree(root ?? undefined);
       else signalTree(Deno.pid, "SIGKILL");
@@ -193,7 +193,8 @@ async function drain(
 /** The sandbox's capability names, read from its server through the gateway. */
 async function discover(state: LocalState, gatewayPort: number): Promise<string[]> {
   const headers: Record<string, string> = { authorization: `Bearer ${state.serverToken}` };
-  if (state.secure) headers["x-access-token"] = state.accessToken;
+  if (state.secure && state.gatewayToken) headers["x-sandbar-gateway"] = state.gatewayToken;
+  else if (state.secure) headers["x-access-token"] = state.accessToken;
   const res = await fetch(`http://127.0.0.1:${gatewayPort}/capabilities`, { headers });
   if (!res.ok) {
     await res.body?.cancel();
@@ -216,6 +217,13 @@ async function main(path: string): Promise<number> {
   }
   const sup = new Supervisor(dir, state);
   if (state.isolation === "none") becomeSubreaper();
+  if (state.isolation === "bwrap") {
+    // Before the sandbox exists: the relay's key, and the socket it will connect to.
+    const key = newRelayKey();
+    await writeAtomic(join(dir.run, RELAY_KEY_FILE), `${key}\n`, 0o600);
+    await Deno.remove(dir.channelSocket).catch(() => {});
+    sup.channel = new RelayChannel(dir.channelSocket, key);
+  }
   const [cmd, ...args] = state.launch.argv;
   sup.log = await Deno.open(dir.log, { append: true, create: true, mode: 0o600 });
   sup.child = new Deno.Command(cmd, {
@@ -228,13 +236,11 @@ async function main(path: string): Promise<number> {
     stderr: "piped",
   }).spawn();
   const listening = Promise.withResolvers<{ url: string; pty_url: string }>();
-  const relayReady = Promise.withResolvers<void>();
-  if (state.isolation === "none") relayReady.resolve();
+  const relayReady = sup.channel?.ready ?? Promise.resolve();
   const onLine = (line: string) => {
     try {
       const event = JSON.parse(line);
       if (event.event === "listening") listening.resolve(event);
-      if (event.event === "relay_ready") relayReady.resolve();
     } catch { /* not an event */ }
   };
   const record = (b: Uint8Array) => sup.record(b);
@@ -253,7 +259,7 @@ async function main(path: string): Promise<number> {
   });
   try {
     const [addresses] = await Promise.race([
-      Promise.all([listening.promise, relayReady.promise]),
+      Promise.all([listening.promise, relayReady]),
       exited,
       late,
     ]);
@@ -270,10 +276,11 @@ async function main(path: string): Promise<number> {
         }
         : null;
     const accessToken = state.secure ? state.accessToken : null;
+    const gatewayToken = state.secure ? state.gatewayToken ?? null : null;
     const dial = (port: number) => sup.dial(port);
     for (const defaultPort of [9000, 9001]) {
       sup.gateways.push(
-        startGateway({ sandboxId: state.id, defaultPort, accessToken, dial, refuse }),
+        startGateway({ sandboxId: state.id, defaultPort, accessToken, gatewayToken, dial, refuse }),
       );
     }
     await Deno.remove(dir.controlSocket).catch(() => {});
