@@ -332,7 +332,7 @@ while True:
 `,
   );
   const listener = await sandbox.commands.start("python3 /home/user/listen.py", { timeout: 0 });
-  assert.ok(await eventually(() => sandbox.files.exists("/home/user/listening")));
+  assert.ok(await holdsWithin(() => sandbox.files.exists("/home/user/listening")));
   for (let i = 0; i < 3; i++) {
     const r = await sandbox.commands.run(`echo request ${i}`);
     assert.equal(r.stdout, `request ${i}\n`);
@@ -377,7 +377,7 @@ http.server.HTTPServer(("127.0.0.1", 8080), H).serve_forever()
   try {
     const access = sandbox.network.getAccessHeaders();
     assert.ok(
-      await eventually(async () => {
+      await holdsWithin(async () => {
         const res = await fetch(`${sandbox.url}/_port/8080/ready`, { headers: access });
         await res.body?.cancel();
         return res.status === 200;
