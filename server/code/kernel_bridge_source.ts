@@ -124,8 +124,9 @@ class JupyterKernel:
                 return reply["content"]
         return None
 
-    def _drain(self, msg_id, emit, deadline):
-        """Read iopub for msg_id until idle; False when the deadline passed first."""
+    def _drain(self, msg_id, emit, deadline, until=None):
+        """Read iopub for msg_id until idle (of until, when given); False past the deadline."""
+        until = until or msg_id
         while True:
             left = deadline - time.monotonic() if deadline else 1.0
             if deadline and left <= 0:
@@ -136,12 +137,11 @@ class JupyterKernel:
                 if not self.km.is_alive():
                     raise KernelDied()
                 continue
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
+            parent = msg["parent_header"].get("msg_id")
             kind, content = msg["msg_type"], msg["content"]
-            if kind == "status" and content.get("execution_state") == "idle":
+            if parent == until and kind == "status" and content.get("execution_state") == "idle":
                 return True
-            if emit is None:
+            if parent != msg_id or emit is None:
                 continue
             if kind == "stream":
                 emit({"event": content.get("name", "stdout"), "text": content.get("text", "")})
@@ -178,6 +178,12 @@ class JupyterKernel:
             restarted = True
         reply = None if restarted else self._reply(msg_id)
         count = reply.get("execution_count") if reply else None
+        if self.kind == "deno" and not restarted:
+            # Deno's kernel can publish a run's console output after its idle status: a no-op
+            # run behind it lets that output arrive before the result is final.
+            flush = self.kc.execute("", silent=True, store_history=False)
+            self._drain(msg_id, emit, time.monotonic() + INTERRUPT_GRACE, until=flush)
+            self._reply(flush)
         if env and self.kind == "python" and not restarted:
             self._silent(
                 "for _sb_k, _sb_v in _sb_saved.items():\n"
