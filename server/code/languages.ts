@@ -97,8 +97,26 @@ export async function kernelLaunch(
       MPLBACKEND: "module://matplotlib_inline.backend_inline",
       PYDEVD_DISABLE_FILE_VALIDATION: "1",
       PYTHONUNBUFFERED: "1",
+      ...matplotlibrc(env),
     },
   };
+}
+
+/**
+ * Debian's matplotlib reads `/etc/matplotlibrc` and fails without it; a sandbox that shows only
+ * part of `/etc` gets the same defaults from the copy in the package's data directory.
+ */
+function matplotlibrc(env: Record<string, string>): Record<string, string> {
+  const exists = (p: string) => {
+    try {
+      return Deno.statSync(p).isFile;
+    } catch {
+      return false;
+    }
+  };
+  const shared = "/usr/share/matplotlib/mpl-data/matplotlibrc";
+  if (env.MATPLOTLIBRC || exists("/etc/matplotlibrc") || !exists(shared)) return {};
+  return { MATPLOTLIBRC: shared };
 }
 
 /** The refusal when no Python with ipykernel is installed. */
