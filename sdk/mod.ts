@@ -54,6 +54,7 @@ export {
 export { CommandsApi } from "./client/commands.ts";
 export {
   type CodeLanguage,
+  type CreateContextOptions,
   DevtoolsApi,
   type GitDiffOptions,
   type RunCodeOptions,
