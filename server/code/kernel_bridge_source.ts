@@ -1,3 +1,4 @@
+// deno-fmt-ignore-file -- the Python inside is formatted as Python.
 /**
  * The source of the kernel bridge, the Python program that runs the kernels of code contexts
  * (its docstring says how). It lives in a TypeScript module so the server can write it into its
@@ -8,8 +9,7 @@
  */
 
 /** The bridge's Python source. */
-export const KERNEL_BRIDGE_SOURCE: string = String
-  .raw`"""The server's kernel bridge: runs Jupyter kernels and a persistent bash for sandbar's code contexts.
+export const KERNEL_BRIDGE_SOURCE: string = String.raw`"""The server's kernel bridge: runs Jupyter kernels and a persistent bash for sandbar's code contexts.
 
 The sandbar server starts one bridge, lazily, and talks to it over this process's stdin and
 stdout, one JSON object a line. Kernels are driven with jupyter_client (the library Jupyter's own
@@ -371,6 +371,9 @@ def run_job(kernel, req):
 
 
 def main():
+    # A run hands off between this thread, its worker and jupyter_client's heartbeat thread: the
+    # default 5 ms switch interval would show up in every run's latency.
+    sys.setswitchinterval(0.0005)
     workers = {}
     scratch = tempfile.mkdtemp(prefix="sandbar-bash-")
     try:
