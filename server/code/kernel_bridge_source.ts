@@ -277,7 +277,8 @@ class BashShell:
             f.write(code + "\n")
         exports = "".join(f"export {k}={_sh_quote(v)}\n" for k, v in (env or {}).items())
         self._write(
-            f"{exports}source {_sh_quote(path)}; __sb_rc=$?; "
+            # Code that reads stdin must not eat the shell's next instructions.
+            f"{exports}source {_sh_quote(path)} < /dev/null; __sb_rc=$?; "
             f"printf '\\0sandbar-end-{token} %s\\n' $__sb_rc; "
             f"printf '\\0sandbar-end-{token} \\n' >&2\n"
         )

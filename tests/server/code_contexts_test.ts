@@ -77,6 +77,15 @@ Deno.test({
         context_id: ctx.id,
       });
       assert.equal(got.text, "1,2,6");
+      const busy = await run(server, { code: "while (true) {}", context_id: ctx.id, timeout: 1 });
+      assert.equal(busy.timed_out, true);
+      assert.equal(busy.restarted, false, JSON.stringify(busy));
+      assert.equal(
+        (await run(server, { code: "xs.length", context_id: ctx.id })).results[0]
+          .data["text/plain"],
+        "3",
+        "an interrupted busy loop leaves the kernel's state",
+      );
       await post(server, { action: "restart_context", context_id: ctx.id });
       const after = await run(server, { code: "xs", context_id: ctx.id });
       assert.equal(after.error.name, "ReferenceError");
@@ -92,6 +101,9 @@ Deno.test({
       await run(server, { code: "cd sub; V=7", language: "bash" });
       const got = await run(server, { code: 'echo "$V $(basename "$PWD")"', language: "bash" });
       assert.equal(got.text, "7 sub");
+      const read = await run(server, { code: 'read -r line; echo "read:$line"', language: "bash" });
+      assert.equal(read.text, "read:", "stdin is empty, not the shell's own input");
+      assert.equal(read.exit_code, 0);
     });
     await t.step("remove ends the kernel and its processes", async () => {
       const ctx = await create(server, { language: "python" });
