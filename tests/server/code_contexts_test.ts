@@ -163,6 +163,25 @@ print("finished", os.path.exists(${JSON.stringify(flag)}))`;
     const end = await next();
     assert.equal(end.type, "end");
     assert.equal(end.stdout, "started\nfinished True\n");
+
+    // A client that leaves mid-run stops its stream, not the run: the context carries on.
+    const left = await server.fetch("/code/run", {
+      method: "POST",
+      body: JSON.stringify({
+        code: "import time\nprint('going', flush=True)\ntime.sleep(0.3)\ndone = 'yes'",
+        stream: true,
+      }),
+      headers: { "content-type": "application/json" },
+    });
+    const reader = left.body!.getReader();
+    await reader.read();
+    await reader.cancel();
+    const after = await (await server.fetch("/code/run", {
+      method: "POST",
+      body: JSON.stringify({ code: "print(done)" }),
+      headers: { "content-type": "application/json" },
+    })).json();
+    assert.equal(after.text, "yes");
   },
 });
 
