@@ -92,7 +92,10 @@ class JupyterKernel:
         self.kc = None
 
     def start(self):
-        self.km.start_kernel(cwd=self.cwd, env=self.env, preexec_fn=_die_with_parent)
+        # The kernel's own stdout must never reach this process's stdout, the server's channel.
+        self.km.start_kernel(
+            cwd=self.cwd, env=self.env, preexec_fn=_die_with_parent, stdout=subprocess.DEVNULL
+        )
         self._connect()
 
     def _connect(self):
