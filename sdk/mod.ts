@@ -100,6 +100,7 @@ export type {
 export type { NamedCommandsApi } from "./client/named_commands.ts";
 export type {
   CodeLanguage,
+  CreateContextOptions,
   DevtoolsApi,
   GitDiffOptions,
   RunCodeOptions,

@@ -16,28 +16,112 @@ export interface OutputFile {
   mimeType: string;
 }
 
+/**
+ * A display output or the value of the last expression, with its MIME bundle (as E2B's `Result`
+ * carries it): `text/plain`, `text/html`, `text/markdown`, `image/png`, `image/jpeg`,
+ * `image/svg+xml`, `application/json`, `application/pdf`, `text/latex`, `application/javascript`.
+ * Images and PDFs are base64.
+ */
+export interface CodeOutput {
+  /** True for the value of the last expression, false for a display (a figure, `display()`). */
+  isMainResult: boolean;
+  /** Every representation, by MIME type. */
+  data: Record<string, unknown>;
+  /** `text/plain`. */
+  text?: string;
+  /** `text/html` (a pandas DataFrame). */
+  html?: string;
+  /** `text/markdown`. */
+  markdown?: string;
+  /** `image/png`, base64 (a matplotlib figure). */
+  png?: string;
+  /** `image/jpeg`, base64. */
+  jpeg?: string;
+  /** `image/svg+xml`. */
+  svg?: string;
+  /** `application/pdf`, base64. */
+  pdf?: string;
+  /** `text/latex`. */
+  latex?: string;
+  /** `application/json`. */
+  json?: unknown;
+  /** `application/javascript`. */
+  javascript?: string;
+}
+
+/** An exception the code raised. */
+export interface CodeError {
+  /** Its class: `ZeroDivisionError`, `TypeError`, `KeyboardInterrupt` (after a timeout). */
+  name: string;
+  /** Its message. */
+  value: string;
+  /** Traceback lines, without terminal colours. */
+  traceback: string[];
+}
+
 /** The result of running code. */
 export interface CodeResult {
   /** Stdout with trailing whitespace stripped. */
   text: string;
   /** Raw stdout. */
   stdout: string;
-  /** Raw stderr. */
+  /** Raw stderr (an error's traceback is added at its end, as an interpreter prints it). */
   stderr: string;
-  /** Exit code (124 on timeout). */
+  /** 0; 1 when the code raised; a shell's last status; 124 on timeout. */
   exitCode: number;
   /** Seconds. */
   executionTime: number;
-  /** Files produced (this server collects none: always empty). */
+  /** Files the run wrote into its context's outputs directory. */
   outputFiles: OutputFile[];
+  /** Displays and the last expression's value, in order. */
+  results?: CodeOutput[];
+  /** The exception raised, or null. */
+  error?: CodeError | null;
+  /** The context it ran in. */
+  contextId?: string;
+  /** The kernel's execution counter. */
+  executionCount?: number | null;
+  /** The kernel had to be restarted (it died or ignored the interrupt): its state is gone. */
+  restarted?: boolean;
   /** The language it ran as. */
   language?: string;
-  /** Whether the timeout killed it. */
+  /** Whether it passed its timeout and was interrupted. */
   timedOut?: boolean;
   /** Bytes dropped from the front of stdout. */
   stdoutDropped?: number;
   /** Bytes dropped from the front of stderr. */
   stderrDropped?: number;
+}
+
+/** One line of a streamed run (`devtools.runCodeStream`), in the order things happened. */
+export type CodeEvent =
+  | { type: "stdout" | "stderr"; text: string }
+  | { type: "result"; result: CodeOutput }
+  | { type: "error"; error: CodeError }
+  | { type: "end"; result: CodeResult };
+
+/** A code context: a live kernel with its language, working directory and environment. */
+export interface CodeContextInfo {
+  /** `ctx_` and 12 hex digits. */
+  id: string;
+  /** Its language. */
+  language: "python" | "javascript" | "typescript" | "bash";
+  /** The kernel's working directory. */
+  cwd: string;
+  /** Where files for `outputFiles` go (also `$SANDBAR_OUTPUTS_DIR` in the kernel). */
+  outputsDir: string;
+  /** Names of the variables given at creation. */
+  envKeys: string[];
+  /** The kernel's pid. */
+  pid: number | null;
+  /** Whether it is the default context of its language and directory. */
+  default: boolean;
+  /** ISO 8601. */
+  createdAt: string;
+  /** ISO 8601 of the last restart, or null. */
+  restartedAt: string | null;
+  /** Runs so far. */
+  runs: number;
 }
 
 /** One changed file of `git status`. */

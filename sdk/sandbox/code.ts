@@ -1,18 +1,19 @@
 /**
- * The `code` module: running code in the sandbox through the server's `run_code` endpoint.
+ * The `code` module: a code interpreter in the sandbox, through the server's `run_code` endpoint.
  * Every method requires the sandbox's `code` capability and raises
  * `CapabilityNotSupportedError` (E3004) before any request when it is missing.
  *
- * What a context is here (the contract leaves it open): a named **working directory,
- * environment and default language**, stored in the sandbox itself (`.sandbar/contexts/<id>.json`
- * under its home), so any process connected to the sandbox sees the same contexts. Each run is a
- * fresh interpreter process: **variables do not persist between runs**; files written to the
- * context's directory do. There is no interpreter state to reset, so `restartContext` only
- * checks the context exists and records when it was restarted.
+ * A context is a **live kernel** on the server (ipykernel for Python, Deno's Jupyter kernel for
+ * JavaScript and TypeScript, a persistent bash) with its working directory, environment and
+ * language. Variables, imports and the working directory persist between runs of a context;
+ * `restartContext` gives it a fresh kernel; `removeContext` ends the kernel and its processes.
+ * `run` without a context uses the default context of its language, stateful too, as E2B's
+ * does. Contexts live on the server: every client of the sandbox sees the same ones, and they
+ * outlive a client's disconnect (they end with the server).
  *
- * Callbacks: the server answers a run as a whole, so `onStdout` and `onStderr` are called once,
- * when it ends, with all of that stream (not live); use `commands.run(cmd, { onStdout })` for
- * live output of a long program.
+ * Callbacks are called during the run, in the order things happen: `onStdout` and `onStderr`
+ * with each piece of output, `onResult` with each display (a matplotlib figure) and the last
+ * expression's value.
  *
  * @module
  */
@@ -24,44 +25,30 @@ import {
   ServerNotFoundError,
   ValidationError,
 } from "../errors/mod.ts";
-import type { CodeResult } from "../models/devtools.ts";
+import type { CodeContextInfo, CodeOutput, CodeResult } from "../models/devtools.ts";
 import type { ModuleContext } from "./module_context.ts";
 
-/** A code context: working directory, environment, default language. */
-export interface CodeContext {
-  /** `ctx_` and 12 hex digits. */
-  id: string;
-  /** Default language of its runs. */
-  language: CodeLanguage;
-  /** Working directory of its runs. */
-  cwd: string;
-  /** Environment of its runs (a run's own `envs` go on top). */
-  envs: Record<string, string>;
-  /** ISO 8601. */
-  createdAt: string;
-  /** ISO 8601 of the last `restartContext`, or null. */
-  restartedAt: string | null;
-}
+/** A code context: a live kernel with its working directory, environment and language. */
+export type CodeContext = CodeContextInfo;
 
 /** Options of `code.run` and `Sandbox.runCode`. */
 export interface CodeRunOptions {
   /** `python` (default, or the context's), `javascript`, `typescript`, `bash`. */
   language?: CodeLanguage;
-  /** Seconds before the run is killed (default 30; `0` for none). */
+  /** Seconds before the run is interrupted (default 30; `0` for none). The context stays usable. */
   timeout?: number;
-  /** Run in this context (its directory, environment and language). */
+  /** Run in this context (its kernel, directory, environment and language). */
   contextId?: string;
-  /** Environment variables of this run. */
+  /** Environment variables of this run only (python and bash). */
   envs?: Record<string, string>;
-  /** Called once, when the run ends, with its stdout (when not empty). */
+  /** Called with each piece of stdout as it is printed. */
   onStdout?: (data: string) => unknown;
-  /** Called once, when the run ends, with its stderr (when not empty). */
+  /** Called with each piece of stderr as it is printed. */
   onStderr?: (data: string) => unknown;
-  /** Called with the result. */
-  onResult?: (result: CodeResult) => unknown;
+  /** Called with each result (a display, the last expression's value) as it is produced. */
+  onResult?: (result: CodeOutput) => unknown;
 }
 
-const CONTEXTS = ".sandbar/contexts";
 const CONTEXT_ID = /^ctx_[0-9a-f]{12}$/;
 
 /** The `code` module of a sandbox. */
@@ -86,89 +73,86 @@ export class CodeModule {
   }
 
   /**
-   * Run code and return its result. A program that fails is a result (`exitCode`, `stderr`),
-   * not an error.
+   * Run code and return its result. Code that raises is a result (`error`, `exitCode` 1), not an
+   * exception; so is a run past its timeout (`timedOut`, `exitCode` 124).
    *
    * @example
    * ```ts ignore
-   * const r = await sandbox.code.run("print(6 * 7)");
+   * await sandbox.code.run("x = 6 * 7");
+   * const r = await sandbox.code.run("print(x)", { onStdout: (s) => console.log(s) });
    * r.text; // "42"
    * ```
    */
   async run(code: string, options: CodeRunOptions = {}): Promise<CodeResult> {
     this.#require();
-    const context = options.contextId ? await this.#read(options.contextId) : undefined;
-    const result = await this.#ctx.server().devtools.runCode(code, {
-      language: options.language ?? context?.language ?? "python",
+    if (options.contextId !== undefined) checkId(options.contextId);
+    const devtools = this.#ctx.server().devtools;
+    const request = {
+      language: options.contextId ? options.language : options.language ?? "python",
       timeout: options.timeout ?? 30,
-      env: { ...context?.envs, ...options.envs },
-      cwd: context?.cwd,
+      env: options.envs && Object.keys(options.envs).length > 0 ? options.envs : undefined,
+      contextId: options.contextId,
+    };
+    return await this.#notFound(options.contextId, async () => {
+      if (!options.onStdout && !options.onStderr && !options.onResult) {
+        return await devtools.runCode(code, request);
+      }
+      let result: CodeResult | undefined;
+      for await (const event of devtools.runCodeStream(code, request)) {
+        if (event.type === "stdout") await options.onStdout?.(event.text);
+        else if (event.type === "stderr") await options.onStderr?.(event.text);
+        else if (event.type === "result") await options.onResult?.(event.result);
+        else if (event.type === "end") result = event.result;
+      }
+      if (!result) {
+        throw new ValidationError("The run's stream ended without its result", {
+          suggestion: "The connection dropped; the context still exists, run the code again.",
+        });
+      }
+      return result;
     });
-    if (result.stdout) await options.onStdout?.(result.stdout);
-    if (result.stderr) await options.onStderr?.(result.stderr);
-    await options.onResult?.(result);
-    return result;
   }
 
-  /** Make a context (default language python, directory the sandbox's home). */
+  /** Start a context: a fresh kernel (default language python, directory the server's root). */
   async createContext(
     options: { language?: CodeLanguage; cwd?: string; envs?: Record<string, string> } = {},
   ): Promise<CodeContext> {
     this.#require();
-    const hex = Array.from(crypto.getRandomValues(new Uint8Array(6)), (b) => b.toString(16))
-      .map((h) => h.padStart(2, "0")).join("");
-    const files = this.#ctx.server().files;
-    const cwd = options.cwd ?? (await files.stat(".")).path;
-    const context: CodeContext = {
-      id: `ctx_${hex}`,
+    return await this.#ctx.server().devtools.createContext({
       language: options.language ?? "python",
-      cwd,
-      envs: { ...options.envs },
-      createdAt: new Date().toISOString(),
-      restartedAt: null,
-    };
-    await files.upload(`${CONTEXTS}/${context.id}.json`, JSON.stringify(context));
-    return context;
+      cwd: options.cwd,
+      env: options.envs,
+    });
   }
 
-  /** Every context of the sandbox, oldest first. */
+  /** Every context of the sandbox (for this identity), oldest first. */
   async listContexts(): Promise<CodeContext[]> {
     this.#require();
-    const files = this.#ctx.server().files;
-    if (!(await files.exists(CONTEXTS))) return [];
-    const entries = (await files.list(CONTEXTS)).filter((e) => /\.json$/.test(e.name));
-    const contexts = await Promise.all(entries.map((e) => this.#read(e.name.slice(0, -5))));
-    return contexts.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+    return await this.#ctx.server().devtools.listContexts();
   }
 
-  /** "Restart" a context: nothing persists between runs, so this records the time only. */
+  /** Give a context a fresh kernel: its variables and imports are gone. */
   async restartContext(contextId: string): Promise<CodeContext> {
     this.#require();
-    const context = await this.#read(contextId);
-    context.restartedAt = new Date().toISOString();
-    await this.#ctx.server().files.upload(
-      `${CONTEXTS}/${context.id}.json`,
-      JSON.stringify(context),
+    checkId(contextId);
+    return await this.#notFound(
+      contextId,
+      () => this.#ctx.server().devtools.restartContext(contextId),
     );
-    return context;
   }
 
-  /** Remove a context (its working directory and files are left alone). */
+  /** Remove a context: its kernel and every process it started end (its files stay). */
   async removeContext(contextId: string): Promise<void> {
     this.#require();
-    await this.#read(contextId);
-    await this.#ctx.server().files.delete(`${CONTEXTS}/${contextId}.json`);
+    checkId(contextId);
+    await this.#notFound(contextId, () => this.#ctx.server().devtools.removeContext(contextId));
   }
 
-  async #read(contextId: string): Promise<CodeContext> {
-    if (!CONTEXT_ID.test(contextId)) {
-      throw new ValidationError(`${JSON.stringify(contextId)} is not a context id`);
-    }
+  async #notFound<T>(contextId: string | undefined, call: () => Promise<T>): Promise<T> {
     try {
-      const text = await this.#ctx.server().files.readText(`${CONTEXTS}/${contextId}.json`);
-      return JSON.parse(text) as CodeContext;
+      return await call();
     } catch (e) {
-      if (e instanceof ServerNotFoundError) {
+      if (contextId && e instanceof ServerNotFoundError) {
         throw new NotFoundError(`No code context ${contextId} in this sandbox`, {
           suggestion: "code.listContexts() lists the contexts; code.createContext() makes one.",
           cause: e,
@@ -176,5 +160,13 @@ export class CodeModule {
       }
       throw e;
     }
+  }
+}
+
+function checkId(contextId: string): void {
+  if (!CONTEXT_ID.test(contextId)) {
+    throw new ValidationError(`${JSON.stringify(contextId)} is not a context id`, {
+      suggestion: "A context id is ctx_ and 12 hex digits, as code.createContext() returns.",
+    });
   }
 }

@@ -10,6 +10,7 @@ import {
   ProviderFeatureNotSupportedError,
   Sandbox,
   ServerNotFoundError,
+  ServerValidationError,
   ValidationError,
 } from "../../sdk/mod.ts";
 import { dropSandbarHome, useSandbarHome } from "./sandbox_helpers.ts";
@@ -189,14 +190,14 @@ Deno.test("code: languages, failures, timeouts", async () => {
   const slow = await sandbox.runCode("import time; time.sleep(5)", { timeout: 1 });
   assert.equal(slow.exitCode, 124);
   const outputs: string[] = [];
-  await sandbox.runCode("print('x')", {
+  await sandbox.runCode("print('x'); 6 * 7", {
     onStdout: (d) => void outputs.push(`out:${d}`),
     onResult: (r) => void outputs.push(`result:${r.text}`),
   });
-  assert.deepEqual(outputs, ["out:x\n", "result:x"]);
+  assert.deepEqual(outputs, ["out:x\n", "result:42"]);
 });
 
-Deno.test("code contexts: a working directory, environment and language; no variables kept", async () => {
+Deno.test("code contexts: a working directory, environment and language; state kept", async () => {
   await sandbox.files.makeDir("/home/user/project");
   const ctx = await sandbox.code.createContext({
     language: "bash",
@@ -209,19 +210,20 @@ Deno.test("code contexts: a working directory, environment and language; no vari
   });
   assert.equal(r.stdout, "ctx /home/user/project\n");
   assert.equal(await sandbox.files.read("/home/user/project/file.txt"), "kept\n");
-  // Each run is a new process: files persist, variables do not.
+  // A context is a live shell: variables persist between runs.
   const again = await sandbox.code.run("echo ${X:-unset}", { contextId: ctx.id });
-  assert.equal(again.stdout, "unset\n");
-  const py = await sandbox.code.run("import os; print(os.getcwd())", {
-    contextId: ctx.id,
-    language: "python",
-  });
-  assert.equal(py.text, "/home/user/project");
+  assert.equal(again.stdout, "1\n");
+  await assert.rejects(
+    () => sandbox.code.run("print(1)", { contextId: ctx.id, language: "python" }),
+    ServerValidationError,
+  );
 
   const listed = await sandbox.code.listContexts();
   assert.ok(listed.some((c) => c.id === ctx.id));
   const restarted = await sandbox.code.restartContext(ctx.id);
   assert.ok(restarted.restartedAt);
+  const fresh = await sandbox.code.run("echo ${X:-unset}", { contextId: ctx.id });
+  assert.equal(fresh.stdout, "unset\n");
   await sandbox.code.removeContext(ctx.id);
   assert.ok(!(await sandbox.code.listContexts()).some((c) => c.id === ctx.id));
   await assert.rejects(() => sandbox.code.run("true", { contextId: ctx.id }), NotFoundError);

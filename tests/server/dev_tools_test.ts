@@ -49,14 +49,22 @@ Deno.test("run_code: each language, errors, timeouts", async (t) => {
     assert.equal(body.language, "python");
     assert.equal(body.text, "py");
   });
-  await t.step("a failing program: stderr and its exit code", async () => {
+  await t.step("a failing program: stderr, the error and its exit code", async () => {
     const res = await server.post("/code/run", {
-      code: "console.error('boom'); Deno.exit(3)",
+      code: "console.error('boom'); throw new RangeError('bad')",
       language: "javascript",
     });
     const body = await res.json();
-    assert.equal(body.exit_code, 3);
-    assert.equal(body.stderr, "boom\n");
+    assert.equal(body.exit_code, 1);
+    assert.equal(body.error.name, "RangeError");
+    assert.equal(body.error.value, "bad");
+    assert.match(body.stderr, /^boom\n.*RangeError: bad/s);
+    const status = await (await server.post("/code/run", {
+      code: "(exit 3)",
+      language: "bash",
+    })).json();
+    assert.equal(status.exit_code, 3, "a shell's status is its exit code");
+    assert.equal(status.error, null);
   });
   await t.step("JavaScript runs with no permissions", async () => {
     await Deno.writeTextFile(`${server.root}/secret.txt`, "s3cret");
@@ -84,19 +92,21 @@ Deno.test("run_code: each language, errors, timeouts", async (t) => {
     assert.equal(body.timed_out, true);
     assert.equal(body.exit_code, 124);
   });
-  await t.step("env and cwd reach the program; the code file is removed", async () => {
+  await t.step("env and cwd reach the program; cwd picks the default context", async () => {
     await Deno.mkdir(`${server.root}/work`);
     const res = await server.post("/code/run", {
-      code: 'echo "$MODE $(pwd) $0"',
+      code: 'echo "$MODE $(pwd)"',
       language: "bash",
       env: { MODE: "fast" },
       cwd: "work",
     });
     const body = await res.json();
-    const [mode, cwd, file] = body.text.split(" ");
+    const [mode, cwd] = body.text.split(" ");
     assert.equal(mode, "fast");
     assert.equal(cwd, `${await Deno.realPath(server.root)}/work`);
-    await assert.rejects(Deno.stat(file), Deno.errors.NotFound);
+    const root = await (await server.post("/code/run", { code: "pwd", language: "bash" })).json();
+    assert.equal(root.text, await Deno.realPath(server.root));
+    assert.notEqual(root.context_id, body.context_id);
   });
   await t.step("bad bodies", async () => {
     const bad = [
