@@ -40,10 +40,19 @@ export interface ServerApps {
 /**
  * Build the applications for a server state.
  *
- * @example
- * ```ts ignore
- * const { http } = buildApps(state, HANDLERS, sink);
- * Deno.serve(http.fetch);
+ * @example Answering requests in-process
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { buildApps } from "./app.ts";
+ * import { CommandRegistry } from "./commands/registry.ts";
+ * import { HANDLERS } from "./handlers/mod.ts";
+ * import { compilePolicy } from "./policy/compile.ts";
+ * import { ServerState } from "./state.ts";
+ * const implemented = new Set(Object.keys(HANDLERS));
+ * const policy = compilePolicy({}, { root: "/", env: {}, implemented, defaultToken: "0123456789abcdef0123", configured: false });
+ * const { http } = buildApps(new ServerState(policy, "/", new CommandRegistry(), "/tmp"), HANDLERS, () => {});
+ * assert.equal((await http.request("/health")).status, 200);
+ * assert.equal((await http.request("/files/list?path=/")).status, 401); // no token
  * ```
  */
 export function buildApps(state: ServerState, handlers: HandlerMap, sink: AuditSink): ServerApps {

@@ -10,13 +10,14 @@
 /**
  * The main frame's navigation state.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { NavigationTracker } from "./navigation_tracker.ts";
  * const nav = new NavigationTracker();
  * nav.started();
  * nav.finished();
- * await nav.settled(1000); // true
+ * assert.equal(await nav.settled(1000), true);
  * ```
  */
 export class NavigationTracker {

@@ -32,10 +32,19 @@ export type AuditSink = (entry: AuditEntry) => void;
 /**
  * An audit sink writing JSON lines to an open file (or stderr).
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { jsonLinesSink } from "./audit.ts";
- * const sink = jsonLinesSink(Deno.stderr);
+ * const lines: string[] = [];
+ * const sink = jsonLinesSink({
+ *   writeSync: (bytes) => lines.push(new TextDecoder().decode(bytes)) && bytes.length,
+ * });
+ * const time = new Date().toISOString();
+ * sink({ time, endpoint: "shell", identity: "ci", decision: "deny", status: 403, code: "command_denied" });
+ * assert.equal(lines.length, 1);
+ * assert.equal(JSON.parse(lines[0]).code, "command_denied");
+ * assert.ok(lines[0].endsWith("\n"));
  * ```
  */
 export function jsonLinesSink(file: { writeSync(p: Uint8Array): number }): AuditSink {
@@ -49,11 +58,6 @@ export function jsonLinesSink(file: { writeSync(p: Uint8Array): number }): Audit
 
 /**
  * The audit step: called last with the final status and the error, if any.
- *
- * @example
- * ```ts ignore
- * recordAudit(endpoint, identity, "deny", sink, 403, error);
- * ```
  */
 export function recordAudit(
   endpoint: EndpointState,
