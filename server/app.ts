@@ -49,8 +49,9 @@ export interface ServerApps {
  * import { compilePolicy } from "./policy/compile.ts";
  * import { ServerState } from "./state.ts";
  * const implemented = new Set(Object.keys(HANDLERS));
- * const policy = compilePolicy({}, { root: "/", env: {}, implemented, defaultToken: "0123456789abcdef0123", configured: false });
- * const { http } = buildApps(new ServerState(policy, "/", new CommandRegistry(), "/tmp"), HANDLERS, () => {});
+ * const options = { root: "/", env: {}, implemented, defaultToken: "t".repeat(20), configured: false };
+ * const state = new ServerState(compilePolicy({}, options), "/", new CommandRegistry(), "/tmp");
+ * const { http } = buildApps(state, HANDLERS, () => {});
  * assert.equal((await http.request("/health")).status, 200);
  * assert.equal((await http.request("/files/list?path=/")).status, 401); // no token
  * ```

@@ -62,8 +62,9 @@ export function localPackageDir(): string | undefined {
  * import { compilePolicy } from "./policy/compile.ts";
  * const policy = compilePolicy({ preset: "readonly" }, { root: "/workspace", env: {},
  *   implemented: new Set(["health"]), defaultToken: "0123456789abcdef0123", configured: true });
- * const inputs = { policy, root: "/workspace", host: "127.0.0.1", stateDir: "/tmp/s", serverArgs: [] };
- * const argv = narrowedServerArgv(inputs);
+ * const argv = narrowedServerArgv({
+ *   policy, root: "/workspace", host: "127.0.0.1", stateDir: "/tmp/s", serverArgs: [],
+ * });
  * assert.equal(argv[0], Deno.execPath());
  * assert.ok(argv.some((a) => a.startsWith("--allow-read=") && a.includes("/workspace")));
  * assert.ok(!argv.includes("-A") && !argv.includes("--allow-all"));

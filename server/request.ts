@@ -169,7 +169,8 @@ export function parseBody<T extends BodySchema>(text: string, schema: T): z.outp
  * import type { ServerEnv } from "./state.ts";
  * import { z } from "zod";
  * import { readBody } from "./request.ts";
- * const app = new Hono<ServerEnv>().post("/", async (c) => c.json(await readBody(c, z.object({ path: z.string() }))));
+ * const Body = z.object({ path: z.string() });
+ * const app = new Hono<ServerEnv>().post("/", async (c) => c.json(await readBody(c, Body)));
  * const res = await app.request("/", { method: "POST", body: '{"path":"a"}' });
  * assert.deepEqual(await res.json(), { path: "a" });
  * ```
@@ -248,7 +249,8 @@ export function queryInt(
  * import { Hono } from "hono";
  * import type { ServerEnv } from "./state.ts";
  * import { querySeconds } from "./request.ts";
- * const app = new Hono<ServerEnv>().get("/", (c) => c.json(querySeconds(c, "timeout", 300) ?? "absent"));
+ * const app = new Hono<ServerEnv>()
+ *   .get("/", (c) => c.json(querySeconds(c, "timeout", 300) ?? "absent"));
  * assert.equal(await (await app.request("/?timeout=1.5")).json(), 1.5);
  * assert.equal(await (await app.request("/")).json(), "absent");
  * ```

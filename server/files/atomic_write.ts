@@ -80,7 +80,8 @@ async function writeAll(file: Deno.FsFile, chunk: Uint8Array): Promise<void> {
  * import assert from "node:assert/strict";
  * import { writeAtomically } from "./atomic_write.ts";
  * const dir = await Deno.realPath(await Deno.makeTempDir());
- * const st = await writeAtomically(`${dir}/a.txt`, new Response("hello").body!, { overwrite: false });
+ * const body = new Response("hello").body!;
+ * const st = await writeAtomically(`${dir}/a.txt`, body, { overwrite: false });
  * assert.equal(st.size, 5);
  * assert.equal(await Deno.readTextFile(`${dir}/a.txt`), "hello");
  * const again = writeAtomically(`${dir}/a.txt`, new Response("x").body!, { overwrite: false });

@@ -140,8 +140,8 @@ async function readUpTo(file: Deno.FsFile, max: number): Promise<Uint8Array | nu
  * import { searchTree } from "./search.ts";
  * const dir = await Deno.realPath(await Deno.makeTempDir());
  * await Deno.writeTextFile(`${dir}/a.ts`, "const answer = 42;");
- * const query = { pattern: "*.ts", content: "answer", regex: false, caseSensitive: true, maxResults: 10,
- *   maxDepth: 8, timeoutMs: 5000, maxFileBytes: 1 << 20, includeHidden: false };
+ * const query = { pattern: "*.ts", content: "answer", regex: false, caseSensitive: true,
+ *   maxResults: 10, maxDepth: 8, timeoutMs: 5000, maxFileBytes: 1 << 20, includeHidden: false };
  * const r = await searchTree(dir, "/workspace", query, () => false, true);
  * assert.equal(r.matches[0].path, "/workspace/a.ts");
  * await Deno.remove(dir, { recursive: true });

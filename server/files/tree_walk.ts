@@ -112,7 +112,9 @@ function pathReader(path: string): DirectoryReader {
  * await Deno.mkdir(`${dir}/src`);
  * await Deno.writeTextFile(`${dir}/src/a.ts`, "");
  * const seen: string[] = [];
- * for await (const e of walkTree(dir, { maxDepth: 8, noSymlinks: true })) seen.push(`${e.rel} ${e.stat.kind}`);
+ * for await (const e of walkTree(dir, { maxDepth: 8, noSymlinks: true })) {
+ *   seen.push(`${e.rel} ${e.stat.kind}`);
+ * }
  * assert.deepEqual(seen, ["src directory", "src/a.ts file"]);
  * await Deno.remove(dir, { recursive: true });
  * ```

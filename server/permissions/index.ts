@@ -82,7 +82,8 @@ function browserNeedsAnyHost(policy: CompiledPolicy): boolean {
  * import { compilePolicy } from "../policy/compile.ts";
  * const policy = compilePolicy({ preset: "readonly" }, { root: "/workspace", env: {},
  *   implemented: new Set(["health"]), defaultToken: "0123456789abcdef0123", configured: true });
- * const flags = permissionFlags({ policy, root: "/workspace", host: "127.0.0.1", stateDir: "/tmp/s" });
+ * const inputs = { policy, root: "/workspace", host: "127.0.0.1", stateDir: "/tmp/s" };
+ * const flags = permissionFlags(inputs);
  * assert.ok(flags.some((f) => f.startsWith("--allow-read=") && f.includes("/workspace")));
  * assert.ok(!flags.includes("--allow-all"));
  * ```

@@ -40,11 +40,10 @@ export type AuditSink = (entry: AuditEntry) => void;
  * const sink = jsonLinesSink({
  *   writeSync: (bytes) => lines.push(new TextDecoder().decode(bytes)) && bytes.length,
  * });
- * const time = new Date().toISOString();
- * sink({ time, endpoint: "shell", identity: "ci", decision: "deny", status: 403, code: "command_denied" });
- * assert.equal(lines.length, 1);
- * assert.equal(JSON.parse(lines[0]).code, "command_denied");
- * assert.ok(lines[0].endsWith("\n"));
+ * const entry = { time: new Date().toISOString(), endpoint: "shell", identity: "ci",
+ *   decision: "deny" as const, status: 403, code: "command_not_allowed" };
+ * sink(entry);
+ * assert.deepEqual(lines, [JSON.stringify(entry) + "\n"]); // one line per entry
  * ```
  */
 export function jsonLinesSink(file: { writeSync(p: Uint8Array): number }): AuditSink {

@@ -38,8 +38,8 @@ export function repeatedParameter(search: string): string | undefined {
  * ```ts
  * import assert from "node:assert/strict";
  * import { rejectDuplicateParameters } from "./duplicate_params.ts";
- * rejectDuplicateParameters("http://127.0.0.1:9000/files/list?path=a"); // passes
- * assert.throws(() => rejectDuplicateParameters("http://127.0.0.1:9000/files/list?path=a&path=b"), {
+ * rejectDuplicateParameters("http://localhost/files/list?path=a"); // passes
+ * assert.throws(() => rejectDuplicateParameters("http://localhost/files/list?path=a&path=b"), {
  *   code: "duplicate_parameter",
  * });
  * ```

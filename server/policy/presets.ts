@@ -45,7 +45,7 @@ const WRITES: ReadonlySet<string> = new Set([
  * import { presetSays } from "./presets.ts";
  * import { ENDPOINTS_BY_ID } from "../endpoints.ts";
  * assert.equal(presetSays("readonly", ENDPOINTS_BY_ID.get("shell")!), false);
- * assert.equal(presetSays("readonly", ENDPOINTS_BY_ID.get("files_list")!), undefined); // no opinion
+ * assert.equal(presetSays("readonly", ENDPOINTS_BY_ID.get("files_list")!), undefined); // default
  * assert.equal(presetSays("open", ENDPOINTS_BY_ID.get("shell")!), true);
  * ```
  */

@@ -41,8 +41,9 @@ function setsid(): string | null {
  * import assert from "node:assert/strict";
  * import { CommandChild } from "./command_child.ts";
  * const out: string[] = [];
- * const spec = { argv: ["sh", "-c", "echo hi"], cwd: "/", env: { PATH: "/usr/bin:/bin" }, stdin: false };
- * const child = new CommandChild(spec, (_type, bytes) => out.push(new TextDecoder().decode(bytes)));
+ * const env = { PATH: "/usr/bin:/bin" };
+ * const child = new CommandChild({ argv: ["sh", "-c", "echo hi"], cwd: "/", env, stdin: false },
+ *   (_type, bytes) => out.push(new TextDecoder().decode(bytes)));
  * assert.equal((await child.status).code, 0);
  * await child.drained;
  * assert.equal(out.join(""), "hi\n");

@@ -85,8 +85,10 @@ interface PendingWrite {
  * import assert from "node:assert/strict";
  * import { NativeChild } from "./native_child.ts";
  * const out: string[] = [];
- * const spec = { argv: ["sh", "-c", "echo hi; exit 3"], cwd: "/", env: { PATH: "/usr/bin:/bin" }, stdin: false };
- * const child = new NativeChild(spec, (_type, bytes) => out.push(new TextDecoder().decode(bytes)));
+ * const env = { PATH: "/usr/bin:/bin" };
+ * const argv = ["sh", "-c", "echo hi; exit 3"];
+ * const child = new NativeChild({ argv, cwd: "/", env, stdin: false },
+ *   (_type, bytes) => out.push(new TextDecoder().decode(bytes)));
  * assert.equal((await child.status).code, 3);
  * await child.drained;
  * assert.equal(out.join(""), "hi\n");

@@ -29,7 +29,8 @@ export interface CapturedRun {
  * ```ts
  * import assert from "node:assert/strict";
  * import { runCaptured } from "./run.ts";
- * const r = await runCaptured({ cmd: "echo hi; echo oops >&2; exit 3", cwd: "/", env: {}, timeoutMs: 5000 });
+ * const cmd = "echo hi; echo oops >&2; exit 3";
+ * const r = await runCaptured({ cmd, cwd: "/", env: {}, timeoutMs: 5000 });
  * assert.equal(r.stdout, "hi\n");
  * assert.equal(r.stderr, "oops\n");
  * assert.equal(r.exit.exitCode, 3);

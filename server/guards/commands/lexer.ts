@@ -100,8 +100,8 @@ interface PendingHeredoc {
  * ```ts
  * import assert from "node:assert/strict";
  * import { tokenize } from "./lexer.ts";
- * const tokens = tokenize("echo hi && rm -f x");
- * const shown = tokens.map((t) => t.kind === "word" ? t.word.value : t.kind === "op" ? t.op : "((");
+ * const shown = tokenize("echo hi && rm -f x")
+ *   .map((t) => t.kind === "word" ? t.word.value : t.kind === "op" ? t.op : "((");
  * assert.deepEqual(shown, ["echo", "hi", "&&", "rm", "-f", "x"]);
  * ```
  */

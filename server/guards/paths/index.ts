@@ -110,8 +110,12 @@ function refuse(code: ErrorCode, reason: string, path: string | null = null): Pa
  * ```ts
  * import assert from "node:assert/strict";
  * import { decidePath } from "./index.ts";
- * const settings = { allow: ["/workspace"], deny: ["**\/.env"], readOnly: [], symlinks: "within" as const, max: 4096 };
- * assert.equal(decidePath(settings, "/workspace", "../etc/passwd", "read").code, "path_not_allowed");
+ * const settings = {
+ *   allow: ["/workspace"], deny: ["**\/.env"], readOnly: [],
+ *   symlinks: "within" as const, max: 4096,
+ * };
+ * const decision = decidePath(settings, "/workspace", "../etc/passwd", "read");
+ * assert.equal(decision.code, "path_not_allowed");
  * assert.equal(decidePath(settings, "/workspace", "app/.env", "read").code, "path_denied");
  * ```
  */
@@ -148,8 +152,11 @@ export function decidePath(
  * ```ts
  * import assert from "node:assert/strict";
  * import { guardPathLexically } from "./index.ts";
- * const settings = { allow: ["/workspace"], deny: [], readOnly: [], symlinks: "within" as const, max: 4096 };
- * assert.equal(guardPathLexically(settings, "/workspace", "src/a.ts", "read"), "/workspace/src/a.ts");
+ * const settings = {
+ *   allow: ["/workspace"], deny: [], readOnly: [], symlinks: "within" as const, max: 4096,
+ * };
+ * const path = guardPathLexically(settings, "/workspace", "src/a.ts", "read");
+ * assert.equal(path, "/workspace/src/a.ts");
  * assert.throws(() => guardPathLexically(settings, "/workspace", "/etc/passwd", "read"), {
  *   code: "path_not_allowed",
  * });

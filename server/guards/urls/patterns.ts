@@ -66,7 +66,8 @@ function globToRegExp(glob: string): RegExp {
  * import assert from "node:assert/strict";
  * import { parseUrlPattern } from "./patterns.ts";
  * assert.equal(parseUrlPattern("http://127.0.0.1:*").port, "*");
- * assert.deepEqual(parseUrlPattern("https://*.example.com/*").host, { kind: "suffix", suffix: "example.com" });
+ * const { host } = parseUrlPattern("https://*.example.com/*");
+ * assert.deepEqual(host, { kind: "suffix", suffix: "example.com" });
  * ```
  */
 export function parseUrlPattern(source: string): UrlPattern {
