@@ -5,12 +5,13 @@
  * server is `@sandbar/sandbar/server`; the External Engine Protocol host is
  * `@sandbar/sandbar/engine`.
  *
- * @example
- * ```ts ignore
+ * @example A local sandbox
+ * ```ts
+ * import assert from "node:assert/strict";
  * import { Sandbox } from "@sandbar/sandbar";
  * await using sandbox = await Sandbox.create();
  * const result = await sandbox.commands.run("echo hello");
- * console.log(result.stdout);
+ * assert.equal(result.stdout, "hello\n");
  * ```
  *
  * @module

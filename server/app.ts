@@ -40,10 +40,20 @@ export interface ServerApps {
 /**
  * Build the applications for a server state.
  *
- * @example
- * ```ts ignore
- * const { http } = buildApps(state, HANDLERS, sink);
- * Deno.serve(http.fetch);
+ * @example Answering requests in-process
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { buildApps } from "./app.ts";
+ * import { CommandRegistry } from "./commands/registry.ts";
+ * import { HANDLERS } from "./handlers/mod.ts";
+ * import { compilePolicy } from "./policy/compile.ts";
+ * import { ServerState } from "./state.ts";
+ * const implemented = new Set(Object.keys(HANDLERS));
+ * const options = { root: "/", env: {}, implemented, defaultToken: "t".repeat(20), configured: false };
+ * const state = new ServerState(compilePolicy({}, options), "/", new CommandRegistry(), "/tmp");
+ * const { http } = buildApps(state, HANDLERS, () => {});
+ * assert.equal((await http.request("/health")).status, 200);
+ * assert.equal((await http.request("/files/list?path=/")).status, 401); // no token
  * ```
  */
 export function buildApps(state: ServerState, handlers: HandlerMap, sink: AuditSink): ServerApps {

@@ -238,10 +238,12 @@ function expand(): EndpointSpec[] {
 /**
  * Every endpoint, in table order.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ENDPOINTS } from "./endpoints.ts";
- * console.log(ENDPOINTS.length); // 118
+ * assert.equal(new Set(ENDPOINTS.map((e) => e.id)).size, ENDPOINTS.length); // ids are unique
+ * assert.ok(ENDPOINTS.some((e) => e.id === "health" && e.method === "GET"));
  * ```
  */
 export const ENDPOINTS: readonly EndpointSpec[] = expand();
@@ -249,10 +251,12 @@ export const ENDPOINTS: readonly EndpointSpec[] = expand();
 /**
  * Endpoints by id.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ENDPOINTS_BY_ID } from "./endpoints.ts";
- * ENDPOINTS_BY_ID.get("shell")?.path; // "/process/shell"
+ * assert.equal(ENDPOINTS_BY_ID.get("shell")?.path, "/process/shell");
+ * assert.equal(ENDPOINTS_BY_ID.get("no_such_id"), undefined);
  * ```
  */
 export const ENDPOINTS_BY_ID: ReadonlyMap<string, EndpointSpec> = new Map(
@@ -262,10 +266,12 @@ export const ENDPOINTS_BY_ID: ReadonlyMap<string, EndpointSpec> = new Map(
 /**
  * Group name to its endpoint ids; a group name in the policy stands for these.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { GROUPS } from "./endpoints.ts";
- * GROUPS.get("terminal")?.includes("pty_connect"); // true
+ * assert.ok(GROUPS.get("terminal")?.includes("pty_connect"));
+ * assert.ok(!GROUPS.get("core")?.includes("pty_connect"));
  * ```
  */
 export const GROUPS: ReadonlyMap<EndpointGroup, readonly string[]> = (() => {

@@ -128,10 +128,15 @@ export interface ApiErrorOptions {
 /**
  * A refusal or failure with the contract's machine code.
  *
- * @example
+ * @example The status comes from the code
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ApiError } from "./errors.ts";
- * throw new ApiError("path_not_allowed", "Path /etc is outside the allowed directories");
+ * const e = new ApiError("path_not_allowed", "Path /etc is outside the allowed directories", {
+ *   param: "path",
+ * });
+ * assert.equal(e.status, 403);
+ * assert.equal(e.name, "PolicyDeniedError");
  * ```
  */
 export class ApiError extends Error {
@@ -169,11 +174,18 @@ const UNCODED: ReadonlySet<ErrorCode> = new Set(["not_found", "internal"]);
 /**
  * The HTTP response for an error, flat or (under `/v1/`) in the OpenAI envelope.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ApiError, renderError } from "./errors.ts";
  * const res = renderError(new ApiError("unauthorized", "Missing token"), "/files", "files_list");
- * res.status; // 401
+ * assert.equal(res.status, 401);
+ * assert.deepEqual(await res.json(), {
+ *   error: "Missing token",
+ *   type: "AuthenticationError",
+ *   code: "unauthorized",
+ *   endpoint: "files_list",
+ * });
  * ```
  */
 export function renderError(error: ApiError, path: string, endpoint?: string): Response {

@@ -15,12 +15,6 @@ const PR_SET_DUMPABLE = 4;
 
 /**
  * Mark this process non-dumpable. Returns false where that is not possible (not Linux, no FFI).
- *
- * @example
- * ```ts ignore
- * import { hideFromSameUser } from "./hardening.ts";
- * hideFromSameUser();
- * ```
  */
 export function hideFromSameUser(): boolean {
   if (Deno.build.os !== "linux" || !libcAvailable()) return false;

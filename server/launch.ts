@@ -44,10 +44,12 @@ export interface NarrowedServerInputs {
 /**
  * The package directory of this module, when it is on disk.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { localPackageDir } from "./launch.ts";
- * localPackageDir(); // "/path/to/sandbar" (or undefined when loaded over the network)
+ * const dir = localPackageDir(); // undefined when the package is loaded over the network
+ * assert.ok(dir && (await Deno.stat(`${dir}/server/main.ts`)).isFile);
  * ```
  */
 export function localPackageDir(): string | undefined {
@@ -58,10 +60,19 @@ export function localPackageDir(): string | undefined {
 /**
  * The argv of a narrowed server.
  *
- * @example
- * ```ts ignore
- * const argv = narrowedServerArgv({ policy, root, host: "127.0.0.1", stateDir, serverArgs: [] });
- * new Deno.Command(argv[0], { args: argv.slice(1) }).spawn();
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { narrowedServerArgv } from "./launch.ts";
+ * import { compilePolicy } from "./policy/compile.ts";
+ * const policy = compilePolicy({ preset: "readonly" }, { root: "/workspace", env: {},
+ *   implemented: new Set(["health"]), defaultToken: "0123456789abcdef0123", configured: true });
+ * const argv = narrowedServerArgv({
+ *   policy, root: "/workspace", host: "127.0.0.1", stateDir: "/tmp/s", serverArgs: [],
+ * });
+ * assert.equal(argv[0], Deno.execPath());
+ * assert.ok(argv.some((a) => a.startsWith("--allow-read=") && a.includes("/workspace")));
+ * assert.ok(!argv.includes("-A") && !argv.includes("--allow-all"));
  * ```
  */
 export function narrowedServerArgv(inputs: NarrowedServerInputs): string[] {

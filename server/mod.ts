@@ -6,14 +6,19 @@
  * Run it from the command line (`deno run -A server/main.ts --policy policy.jsonc`), or start it
  * in a process of your own:
  *
- * @example
- * ```ts ignore
+ * @example Starting a server and calling it
+ * ```ts
+ * import assert from "node:assert/strict";
  * import { startServer } from "@sandbar/sandbar/server";
- * const server = await startServer({ port: 0, ptyPort: 0, root: "/workspace" });
+ * const root = await Deno.makeTempDir();
+ * const server = await startServer({ port: 0, ptyPort: 0, root, env: {}, audit: () => {} });
  * const res = await fetch(`${server.url}/capabilities`, {
  *   headers: { authorization: `Bearer ${server.token}` },
  * });
+ * assert.equal(res.status, 200);
+ * assert.ok("shell" in (await res.json()).endpoints);
  * await server.close();
+ * await Deno.remove(root);
  * ```
  *
  * @module

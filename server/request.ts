@@ -162,9 +162,17 @@ export function parseBody<T extends BodySchema>(text: string, schema: T): z.outp
  * Read the request's JSON body and check it with `schema` (made strict), refusing as the module
  * documentation says.
  *
- * @example
- * ```ts ignore
- * const body = await readBody(c, z.object({ path: z.string() }));
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Hono } from "hono";
+ * import type { ServerEnv } from "./state.ts";
+ * import { z } from "zod";
+ * import { readBody } from "./request.ts";
+ * const Body = z.object({ path: z.string() });
+ * const app = new Hono<ServerEnv>().post("/", async (c) => c.json(await readBody(c, Body)));
+ * const res = await app.request("/", { method: "POST", body: '{"path":"a"}' });
+ * assert.deepEqual(await res.json(), { path: "a" });
  * ```
  */
 export async function readBody<T extends BodySchema>(
@@ -178,9 +186,15 @@ export async function readBody<T extends BodySchema>(
  * A boolean query parameter: `true`/`false`/`1`/`0` (any case), `fallback` when absent or
  * empty, else 400 `invalid_arguments`.
  *
- * @example
- * ```ts ignore
- * const recursive = queryBool(c, "recursive", false);
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Hono } from "hono";
+ * import type { ServerEnv } from "./state.ts";
+ * import { queryBool } from "./request.ts";
+ * const app = new Hono<ServerEnv>().get("/", (c) => c.json(queryBool(c, "recursive", false)));
+ * assert.equal(await (await app.request("/?recursive=true")).json(), true);
+ * assert.equal(await (await app.request("/")).json(), false);
  * ```
  */
 export function queryBool(c: Context<ServerEnv>, name: string, fallback: boolean): boolean {
@@ -196,9 +210,15 @@ export function queryBool(c: Context<ServerEnv>, name: string, fallback: boolean
  * An integer query parameter from `min` to `max`, `fallback` when absent or empty, else 400
  * `invalid_arguments`.
  *
- * @example
- * ```ts ignore
- * const depth = queryInt(c, "depth", 1, 1, 16);
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Hono } from "hono";
+ * import type { ServerEnv } from "./state.ts";
+ * import { queryInt } from "./request.ts";
+ * const app = new Hono<ServerEnv>().get("/", (c) => c.json(queryInt(c, "depth", 1, 1, 16)));
+ * assert.equal(await (await app.request("/?depth=3")).json(), 3);
+ * assert.equal(await (await app.request("/")).json(), 1);
  * ```
  */
 export function queryInt(
@@ -223,9 +243,16 @@ export function queryInt(
  * A duration query parameter in seconds (fractions allowed) from 0 to `max`, undefined when
  * absent or empty, else 400 `invalid_arguments`.
  *
- * @example
- * ```ts ignore
- * const timeout = querySeconds(c, "timeout", 300) ?? 30;
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { Hono } from "hono";
+ * import type { ServerEnv } from "./state.ts";
+ * import { querySeconds } from "./request.ts";
+ * const app = new Hono<ServerEnv>()
+ *   .get("/", (c) => c.json(querySeconds(c, "timeout", 300) ?? "absent"));
+ * assert.equal(await (await app.request("/?timeout=1.5")).json(), 1.5);
+ * assert.equal(await (await app.request("/")).json(), "absent");
  * ```
  */
 export function querySeconds(c: Context<ServerEnv>, name: string, max: number): number | undefined {

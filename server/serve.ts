@@ -63,10 +63,12 @@ export interface SandbarServer {
 /**
  * A random token: 32 bytes, base64url.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { generateToken } from "./serve.ts";
- * generateToken().length; // 43
+ * assert.match(generateToken(), /^[A-Za-z0-9_-]{43}$/);
+ * assert.notEqual(generateToken(), generateToken());
  * ```
  */
 export function generateToken(): string {
@@ -99,12 +101,18 @@ async function loadCommands(registry: CommandRegistry, file: string): Promise<vo
 /**
  * Start the server in this process.
  *
- * @example
- * ```ts ignore
- * import { startServer } from "@sandbar/sandbar/server";
- * const server = await startServer({ port: 0, ptyPort: 0, root: "/workspace" });
- * console.log(server.url, server.token);
+ * @example A token is generated when none is given
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { startServer } from "./serve.ts";
+ * const root = await Deno.makeTempDir();
+ * const server = await startServer({ port: 0, ptyPort: 0, root, env: {}, audit: () => {} });
+ * assert.equal(server.tokenGenerated, true);
+ * const res = await fetch(`${server.url}/files/list?path=${root}`); // no token
+ * assert.equal(res.status, 401);
+ * await res.body?.cancel();
  * await server.close();
+ * await Deno.remove(root);
  * ```
  */
 export async function startServer(options: StartServerOptions = {}): Promise<SandbarServer> {

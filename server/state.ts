@@ -25,11 +25,6 @@ export interface ServerAddresses {
 
 /**
  * The server's shared state.
- *
- * @example
- * ```ts ignore
- * const table = c.var.state.service("process", () => new ProcessTable());
- * ```
  */
 export class ServerState {
   /** The compiled policy. */

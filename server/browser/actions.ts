@@ -119,11 +119,6 @@ async function gotoCommitted(page: Page, url: string, timeout: number) {
 
 /**
  * Go to a URL.
- *
- * @example
- * ```ts ignore
- * await session.run((page, refusals) => navigate(page, refusals, { url, waitUntil: "load", timeoutMs: 30000 }));
- * ```
  */
 export async function navigate(
   page: Page,

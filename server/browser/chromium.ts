@@ -68,11 +68,6 @@ function exists(path: string): boolean {
 
 /**
  * The Chromium executable: `$SANDBAR_CHROMIUM`, else the first candidate that exists.
- *
- * @example
- * ```ts ignore
- * findChromium(); // "/usr/lib/chromium/chromium"
- * ```
  */
 export function findChromium(env: Readonly<Record<string, string | undefined>>): string | null {
   const chosen = env.SANDBAR_CHROMIUM;
@@ -114,11 +109,6 @@ export interface LaunchedChromium {
 
 /**
  * Launch Chromium with a fresh directory under `stateDir`.
- *
- * @example
- * ```ts ignore
- * const { browser, dir } = await launchChromium("/tmp/sandbar-x", "/usr/lib/chromium/chromium");
- * ```
  */
 export async function launchChromium(
   stateDir: string,

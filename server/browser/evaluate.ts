@@ -73,11 +73,6 @@ function sessionOf(page: Page): Promise<CDPSession> {
 /**
  * Evaluate `script` in the page's main frame and return its value as JSON text. Throws
  * {@linkcode ScriptError} when the script throws or does not parse.
- *
- * @example
- * ```ts ignore
- * await evaluateScript(page, "const n = 2; await Promise.resolve(n * 21)", 5000); // "42"
- * ```
  */
 export async function evaluateScript(page: Page, script: string, timeoutMs: number) {
   const cdp = await sessionOf(page);

@@ -12,10 +12,12 @@ import { ApiError } from "../errors.ts";
  * True when an error says the browser, the page or its connection went away (Chromium exited,
  * crashed or was killed), as opposed to an error of the operation itself.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isBrowserGone } from "./failures.ts";
- * isBrowserGone(new Error("Protocol error (Page.navigate): Target closed")); // true
+ * assert.equal(isBrowserGone(new Error("Protocol error (Page.navigate): Target closed")), true);
+ * assert.equal(isBrowserGone(new Error("Timeout 30000ms exceeded")), false);
  * ```
  */
 export function isBrowserGone(e: unknown): boolean {

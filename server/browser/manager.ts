@@ -30,12 +30,6 @@ const DISCONNECT_WAIT_MS = 2000;
 
 /**
  * The browser service.
- *
- * @example
- * ```ts ignore
- * const manager = state.service("browser", () => new BrowserManager({ stateDir, guard, env }));
- * const session = await manager.session(identity.id);
- * ```
  */
 export class BrowserManager implements Service {
   readonly #options: BrowserManagerOptions;

@@ -10,13 +10,17 @@
 /**
  * The main frame's navigation state.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { NavigationTracker } from "./navigation_tracker.ts";
  * const nav = new NavigationTracker();
- * nav.started();
- * nav.finished();
- * await nav.settled(1000); // true
+ * nav.started(); // a click submitted a form
+ * assert.equal(nav.pending, true);
+ * const settled = nav.settled(30_000); // what the next operation waits for
+ * nav.finished(); // the new page loaded
+ * assert.equal(await settled, true);
+ * assert.equal(nav.pending, false);
  * ```
  */
 export class NavigationTracker {

@@ -54,12 +54,14 @@ export const REPORTS_KEPT = 1000;
 /**
  * The bounded buffers of one page.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { PageReports } from "./page_reports.ts";
  * const reports = new PageReports();
  * reports.message("log", "hi");
- * reports.take().messages[0].text; // "hi"
+ * assert.equal(reports.take().messages[0].text, "hi");
+ * assert.equal(reports.take().messages.length, 0); // taken once
  * ```
  */
 export class PageReports {

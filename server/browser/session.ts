@@ -38,12 +38,6 @@ export interface Refusals {
 
 /**
  * The browser of one identity.
- *
- * @example
- * ```ts ignore
- * const session = await PageSession.open(browser, guard, "default");
- * const title = await session.run((page) => page.title());
- * ```
  */
 export class PageSession {
   /** The identity this session belongs to. */

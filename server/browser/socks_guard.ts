@@ -91,16 +91,6 @@ async function connectAny(
 
 /**
  * A SOCKS5 proxy that asks a {@linkcode UrlGuard} about every connection.
- *
- * @example
- * ```ts ignore
- * const proxy = SocksGuard.listen(guard, {
- *   refused: (refusal) => console.log(refusal.rule),
- *   unreachable: (target, why) => console.log(target, why),
- * });
- * // Chromium: --proxy-server=socks5://127.0.0.1:<proxy.port>
- * await proxy.close();
- * ```
  */
 export class SocksGuard {
   readonly #listener: Deno.Listener;

@@ -6,13 +6,20 @@
  * registry (so the file and the server share one registry whatever import path the file uses):
  *
  * ```ts
- * import type { CommandRegistry } from "@sandbar/sandbar/server";
- * export default function (commands: CommandRegistry) {
+ * import assert from "node:assert/strict";
+ * import { CommandRegistry } from "@sandbar/sandbar/server";
+ *
+ * export default function greetCommands(commands: CommandRegistry) {
  *   commands.register("greet", {
  *     description: "Say hello",
  *     args: { name: { type: "string", required: true } },
  *   }, ({ name }) => `hello ${name}`);
  * }
+ *
+ * // The server calls the file's default export with its registry:
+ * const registry = new CommandRegistry();
+ * greetCommands(registry);
+ * assert.deepEqual(registry.names(), ["greet"]);
  * ```
  *
  * Scopes: a command may require scopes of its own (`scopes`), and the policy's
@@ -96,14 +103,18 @@ function typeOf(value: unknown): CommandArgType | "null" {
 /**
  * The registry of named commands.
  *
- * @example
+ * @example Registering and running a command
  * ```ts
+ * import assert from "node:assert/strict";
  * import { CommandRegistry } from "./registry.ts";
  * const commands = new CommandRegistry();
  * commands.register("add", {
  *   description: "Add two numbers",
  *   args: { a: { type: "number", required: true }, b: { type: "number", required: true } },
  * }, ({ a, b }) => a + b);
+ * const context = { identity: "default", root: "/", signal: new AbortController().signal };
+ * assert.equal(await commands.run("add", { a: 2, b: 3 }, context), 5);
+ * await assert.rejects(commands.run("add", { a: 2, c: 3 }, context), /Unknown argument "c"/);
  * ```
  */
 export class CommandRegistry {

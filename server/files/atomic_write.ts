@@ -75,9 +75,18 @@ async function writeAll(file: Deno.FsFile, chunk: Uint8Array): Promise<void> {
 /**
  * Stream `body` into `target` atomically; returns what the final file is.
  *
- * @example
- * ```ts ignore
- * const st = await writeAtomically("/workspace/a.bin", req.body!, { overwrite: true });
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { writeAtomically } from "./atomic_write.ts";
+ * const dir = await Deno.realPath(await Deno.makeTempDir());
+ * const body = new Response("hello").body!;
+ * const st = await writeAtomically(`${dir}/a.txt`, body, { overwrite: false });
+ * assert.equal(st.size, 5);
+ * assert.equal(await Deno.readTextFile(`${dir}/a.txt`), "hello");
+ * const again = writeAtomically(`${dir}/a.txt`, new Response("x").body!, { overwrite: false });
+ * await assert.rejects(again, { code: "file_exists" });
+ * await Deno.remove(dir, { recursive: true });
  * ```
  */
 export async function writeAtomically(

@@ -34,9 +34,15 @@ function pinDirectory(path: string, noSymlinks: boolean, param: string): PinnedD
  * Remove a file, a link, or an empty directory; with `recursive`, a directory and everything in
  * it (the tree's contents are removed without following links).
  *
- * @example
- * ```ts ignore
- * await removeEntry("/workspace/old.txt", { directory: false, recursive: false, noSymlinks: true });
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { removeEntry } from "./entry_ops.ts";
+ * const dir = await Deno.realPath(await Deno.makeTempDir());
+ * await Deno.writeTextFile(`${dir}/old.txt`, "");
+ * await removeEntry(`${dir}/old.txt`, { directory: false, recursive: false, noSymlinks: true });
+ * await assert.rejects(Deno.lstat(`${dir}/old.txt`), Deno.errors.NotFound);
+ * await Deno.remove(dir);
  * ```
  */
 export async function removeEntry(
@@ -75,9 +81,14 @@ function removeTree(dir: PinnedDirectory, name: string): void {
  * each with `mkdirat` in the pinned directory made just before, so a link swapped in meanwhile
  * cannot make them appear elsewhere. Returns whether the last one was created here.
  *
- * @example
- * ```ts ignore
- * await makeDirectories("/workspace", "/workspace/a/b", true);
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { makeDirectories } from "./entry_ops.ts";
+ * const dir = await Deno.realPath(await Deno.makeTempDir());
+ * assert.equal(await makeDirectories(dir, `${dir}/a/b`, true), true);
+ * assert.equal((await Deno.stat(`${dir}/a/b`)).isDirectory, true);
+ * await Deno.remove(dir, { recursive: true });
  * ```
  */
 export async function makeDirectories(
@@ -126,9 +137,16 @@ export async function makeDirectories(
  * replaced: a file is hard-linked then unlinked (the kernel refuses an existing name); a
  * directory is renamed after a check.
  *
- * @example
- * ```ts ignore
- * await moveEntry("/w/a.txt", "/w/b.txt", { directory: false, overwrite: false, noSymlinks: true });
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { moveEntry } from "./entry_ops.ts";
+ * const dir = await Deno.realPath(await Deno.makeTempDir());
+ * await Deno.writeTextFile(`${dir}/a.txt`, "hi");
+ * const options = { directory: false, overwrite: false, noSymlinks: true };
+ * await moveEntry(`${dir}/a.txt`, `${dir}/b.txt`, options);
+ * assert.equal(await Deno.readTextFile(`${dir}/b.txt`), "hi");
+ * await Deno.remove(dir, { recursive: true });
  * ```
  */
 export async function moveEntry(

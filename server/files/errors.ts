@@ -10,14 +10,18 @@ import { ApiError } from "../errors.ts";
 /**
  * The API error for an error thrown by a file operation (an `ApiError` passes unchanged).
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { fileSystemError } from "./errors.ts";
+ * let thrown: unknown;
  * try {
- *   Deno.readFileSync("/nonexistent");
+ *   Deno.lstatSync("/nonexistent");
  * } catch (e) {
- *   fileSystemError(e).code; // "not_found"
+ *   thrown = e;
  * }
+ * assert.equal(fileSystemError(thrown).code, "not_found");
+ * assert.equal(fileSystemError(thrown).status, 404);
  * ```
  */
 export function fileSystemError(e: unknown): ApiError {

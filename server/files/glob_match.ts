@@ -64,11 +64,14 @@ function tokenize(glob: string, fold: (s: string) => string): Token[] {
 /**
  * Compile a glob into a matcher of whole strings.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { compileGlob } from "./glob_match.ts";
- * compileGlob("*.[jt]s", true)("main.ts"); // true
- * compileGlob("src/**\/*.ts", true)("src/a/b/c.ts"); // true
+ * assert.equal(compileGlob("*.[jt]s", true)("main.ts"), true);
+ * assert.equal(compileGlob("src/**\/*.ts", true)("src/a/b/c.ts"), true);
+ * assert.equal(compileGlob("*.ts", true)("MAIN.TS"), false);
+ * assert.equal(compileGlob("*.ts", false)("MAIN.TS"), true);
  * ```
  */
 export function compileGlob(glob: string, caseSensitive: boolean): (text: string) => boolean {

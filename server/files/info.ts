@@ -48,11 +48,6 @@ function plain(path: string, st: EntryStat): FileInfo {
  * Describe a path from what `lstat` (or `statx`) said of it. For a link, the target is
  * described only when the path guard would let a read through it, so a link never reveals what
  * lies outside.
- *
- * @example
- * ```ts ignore
- * const info = describePath(state, "/workspace/a.txt", entry.stat, entry.linkTarget);
- * ```
  */
 export function describePath(
   state: ServerState,
@@ -77,9 +72,16 @@ export function describePath(
 /**
  * Describe a path that is known not to be a link from its stat, without touching the disk.
  *
- * @example
- * ```ts ignore
- * const info = describeStat("/workspace/a.txt", await file.stat());
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { describeStat } from "./info.ts";
+ * import { entryStatOf } from "./pinned_dir.ts";
+ * const path = await Deno.makeTempFile();
+ * const info = describeStat("/workspace/a.txt", entryStatOf(await Deno.lstat(path)));
+ * assert.equal(info.name, "a.txt");
+ * assert.equal(info.type, "file");
+ * await Deno.remove(path);
  * ```
  */
 export function describeStat(shown: string, st: EntryStat): FileInfo {

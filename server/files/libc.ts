@@ -55,12 +55,6 @@ const ERRNO_NAMES: Record<number, string> = {
 
 /**
  * The library, or null where it cannot be used (not Linux, no FFI permission, no glibc).
- *
- * @example
- * ```ts ignore
- * const lib = loadLibc();
- * if (lib) lib.close(fd);
- * ```
  */
 export function loadLibc(): Libc | null {
   return libcAvailable() ? libc() : null;

@@ -17,11 +17,6 @@ let collect: GcFunction | null | undefined;
 
 /**
  * Collect the young generation now, where V8 allows it; a no-op elsewhere.
- *
- * @example
- * ```ts ignore
- * if ((written += chunk.length) % (16 * 1024 * 1024) < chunk.length) collectYoungGarbage();
- * ```
  */
 export function collectYoungGarbage(): void {
   if (collect === undefined) {

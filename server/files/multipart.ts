@@ -32,10 +32,12 @@ function malformed(why: string): ApiError {
 /**
  * The boundary of a `multipart/form-data` content type, or null when it is not one.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { multipartBoundary } from "./multipart.ts";
- * multipartBoundary('multipart/form-data; boundary="abc"'); // "abc"
+ * assert.equal(multipartBoundary('multipart/form-data; boundary="abc"'), "abc");
+ * assert.equal(multipartBoundary("application/json"), null);
  * ```
  */
 export function multipartBoundary(contentType: string | null): string | null {
@@ -82,11 +84,17 @@ function dispositionParam(header: string, key: string): string | null {
 /**
  * Read a multipart body part by part.
  *
- * @example
- * ```ts ignore
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { multipartBoundary, readMultipart } from "./multipart.ts";
+ * const form = new FormData();
+ * form.append("file", new Blob(["hello"]), "a.txt");
+ * const req = new Request("http://localhost/", { method: "POST", body: form });
+ * const boundary = multipartBoundary(req.headers.get("content-type"))!;
  * for await (const part of readMultipart(req.body!, boundary)) {
- *   if (part.filename) await writeAtomically(dest, part.body, { overwrite: true });
- *   else await new Response(part.body).text();
+ *   assert.equal(part.filename, "a.txt");
+ *   assert.equal(await new Response(part.body).text(), "hello");
  * }
  * ```
  */

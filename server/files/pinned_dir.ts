@@ -45,9 +45,11 @@ export interface EntryStat {
 /**
  * An {@linkcode EntryStat} from a `Deno.FileInfo` (from `lstat`), for the path-based fallback.
  *
- * @example
- * ```ts ignore
- * const st = entryStatOf(await Deno.lstat(path));
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { entryStatOf } from "./pinned_dir.ts";
+ * assert.equal(entryStatOf(await Deno.lstat(Deno.cwd())).kind, "directory");
  * ```
  */
 export function entryStatOf(info: Deno.FileInfo): EntryStat {
@@ -114,17 +116,19 @@ function openat2(lib: Libc, path: string, flags: number, resolve: number): numbe
 /**
  * A directory opened by descriptor; operations inside it name entries by base name only.
  *
- * @example
- * ```ts ignore
- * const dir = PinnedDirectory.open("/workspace/out", true);
- * if (dir) {
- *   const fd = dir.createExclusive(".tmp-1", 0o644);
- *   dir.write(fd, new TextEncoder().encode("hi"));
- *   await dir.sync(fd);
- *   dir.closeFile(fd);
- *   dir.rename(".tmp-1", "hello.txt");
- *   dir.close();
- * }
+ * @example Writing a file by name inside the pinned directory
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { PinnedDirectory } from "./pinned_dir.ts";
+ * const path = await Deno.realPath(await Deno.makeTempDir());
+ * const dir = PinnedDirectory.open(path, true)!;
+ * const fd = dir.createExclusive(".tmp-1", 0o644);
+ * dir.write(fd, new TextEncoder().encode("hi"));
+ * dir.closeFile(fd);
+ * dir.rename(".tmp-1", "hello.txt");
+ * dir.close();
+ * assert.equal(await Deno.readTextFile(`${path}/hello.txt`), "hi");
+ * await Deno.remove(path, { recursive: true });
  * ```
  */
 export class PinnedDirectory {

@@ -15,11 +15,12 @@ export type RangeAnswer =
 /**
  * Decide the bytes to send of a file of `size` bytes.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseRange } from "./range.ts";
- * parseRange("bytes=0-99", 1000); // { kind: "partial", start: 0, end: 99 }
- * parseRange("bytes=-10", 1000); // { kind: "partial", start: 990, end: 999 }
+ * assert.deepEqual(parseRange("bytes=0-99", 1000), { kind: "partial", start: 0, end: 99 });
+ * assert.deepEqual(parseRange("bytes=-10", 1000), { kind: "partial", start: 990, end: 999 });
  * ```
  */
 export function parseRange(header: string | null | undefined, size: number): RangeAnswer {

@@ -17,12 +17,14 @@ export const READ_CHUNK_BYTES = 512 * 1024;
  * when a read fails. A file cut short while it is read ends the stream early: the client then
  * sees fewer bytes than the `content-length` announced.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { fileReadStream } from "./read_stream.ts";
  * const path = await Deno.makeTempFile();
  * await Deno.writeTextFile(path, "hello");
- * const text = await new Response(fileReadStream(await Deno.open(path))).text(); // "hello"
+ * assert.equal(await new Response(fileReadStream(await Deno.open(path))).text(), "hello");
+ * await Deno.remove(path);
  * ```
  */
 export function fileReadStream(file: Deno.FsFile, count?: number): ReadableStream<Uint8Array> {

@@ -134,9 +134,17 @@ async function readUpTo(file: Deno.FsFile, max: number): Promise<Uint8Array | nu
  * Search below `real` (shown to the client as `shown`). `hide` leaves out an entry (and, for a
  * directory, everything below it).
  *
- * @example
- * ```ts ignore
- * const r = await searchTree("/workspace", "/workspace", query, () => false, true);
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { searchTree } from "./search.ts";
+ * const dir = await Deno.realPath(await Deno.makeTempDir());
+ * await Deno.writeTextFile(`${dir}/a.ts`, "const answer = 42;");
+ * const query = { pattern: "*.ts", content: "answer", regex: false, caseSensitive: true,
+ *   maxResults: 10, maxDepth: 8, timeoutMs: 5000, maxFileBytes: 1 << 20, includeHidden: false };
+ * const r = await searchTree(dir, "/workspace", query, () => false, true);
+ * assert.equal(r.matches[0].path, "/workspace/a.ts");
+ * await Deno.remove(dir, { recursive: true });
  * ```
  */
 export async function searchTree(

@@ -140,9 +140,20 @@ export interface TarEntry extends WalkEntry {
 /**
  * The uncompressed tar bytes of some entries, produced as they are read.
  *
- * @example
- * ```ts ignore
- * const tar = ReadableStream.from(tarBytes(entries));
+ * @example Archiving a walked tree
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { tarBytes } from "./tar.ts";
+ * import { walkTree } from "./tree_walk.ts";
+ * const dir = await Deno.realPath(await Deno.makeTempDir());
+ * await Deno.writeTextFile(`${dir}/a.txt`, "hi");
+ * async function* entries() {
+ *   const walked = walkTree(dir, { maxDepth: 1, noSymlinks: true });
+ *   for await (const e of walked) yield { ...e, name: e.rel };
+ * }
+ * const tar = await new Response(ReadableStream.from(tarBytes(entries()))).bytes();
+ * assert.equal(new TextDecoder().decode(tar.subarray(0, 5)), "a.txt"); // the first header's name
+ * await Deno.remove(dir, { recursive: true });
  * ```
  */
 export async function* tarBytes(entries: AsyncIterable<TarEntry>): AsyncGenerator<Uint8Array> {
@@ -161,11 +172,6 @@ export async function* tarBytes(entries: AsyncIterable<TarEntry>): AsyncGenerato
 
 /**
  * A `.tar.gz` stream of some entries. Cancelling it (the client went away) closes the open file.
- *
- * @example
- * ```ts ignore
- * return new Response(tarGzStream(entries));
- * ```
  */
 export function tarGzStream(entries: AsyncIterable<TarEntry>): ReadableStream<Uint8Array> {
   const gzip = new CompressionStream("gzip") as unknown as TransformStream<Uint8Array, Uint8Array>;

@@ -48,12 +48,6 @@ function swapped(): ApiError {
 
 /**
  * Open a walked file for reading, or null when the path no longer leads to that file.
- *
- * @example
- * ```ts ignore
- * const file = await openWalked(entry);
- * if (file) using _ = file;
- * ```
  */
 export async function openWalked(entry: WalkEntry): Promise<Deno.FsFile | null> {
   let file: Deno.FsFile;
@@ -110,11 +104,19 @@ function pathReader(path: string): DirectoryReader {
 /**
  * Walk `root` depth first, names sorted, never following a link.
  *
- * @example
- * ```ts ignore
- * for await (const e of walkTree("/workspace/src", { maxDepth: 32, noSymlinks: true })) {
- *   console.log(e.rel, e.stat.kind);
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { walkTree } from "./tree_walk.ts";
+ * const dir = await Deno.realPath(await Deno.makeTempDir());
+ * await Deno.mkdir(`${dir}/src`);
+ * await Deno.writeTextFile(`${dir}/src/a.ts`, "");
+ * const seen: string[] = [];
+ * for await (const e of walkTree(dir, { maxDepth: 8, noSymlinks: true })) {
+ *   seen.push(`${e.rel} ${e.stat.kind}`);
  * }
+ * assert.deepEqual(seen, ["src directory", "src/a.ts file"]);
+ * await Deno.remove(dir, { recursive: true });
  * ```
  */
 export async function* walkTree(root: string, options: WalkOptions): AsyncGenerator<WalkEntry> {

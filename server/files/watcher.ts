@@ -44,12 +44,6 @@ function line(value: unknown): Uint8Array {
 
 /**
  * The open watchers of one server.
- *
- * @example
- * ```ts ignore
- * const registry = state.service("file_watchers", () => new WatcherRegistry());
- * return new Response(registry.open({ real, shown, recursive: true, hide: () => false }));
- * ```
  */
 export class WatcherRegistry implements Service {
   readonly #open = new Set<() => void>();

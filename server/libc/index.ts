@@ -169,11 +169,6 @@ let library: Deno.DynamicLibrary<typeof SYMBOLS> | undefined;
 /**
  * libc, opened on first use and kept for the life of the process (closing it while a `poll` is
  * in flight would unmap code another thread is running).
- *
- * @example
- * ```ts ignore
- * const fd = libc().posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
- * ```
  */
 export function libc(): Libc {
   library ??= Deno.dlopen("libc.so.6", SYMBOLS);
@@ -184,11 +179,6 @@ let loadable: boolean | undefined;
 
 /**
  * Whether libc can be opened here (Linux with glibc, and `--allow-ffi`); asked once.
- *
- * @example
- * ```ts ignore
- * if (libcAvailable()) libc().access(cString("/bin/sh"), 1);
- * ```
  */
 export function libcAvailable(): boolean {
   if (loadable !== undefined) return loadable;

@@ -75,10 +75,17 @@ function browserNeedsAnyHost(policy: CompiledPolicy): boolean {
 /**
  * The `deno run` permission flags for the server process.
  *
- * @example
- * ```ts ignore
- * const flags = permissionFlags({ policy, root: "/workspace", host: "127.0.0.1", stateDir });
- * // ["--allow-read=/workspace,...", "--allow-write=/workspace,...", ...]
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { permissionFlags } from "./index.ts";
+ * import { compilePolicy } from "../policy/compile.ts";
+ * const policy = compilePolicy({ preset: "readonly" }, { root: "/workspace", env: {},
+ *   implemented: new Set(["health"]), defaultToken: "0123456789abcdef0123", configured: true });
+ * const inputs = { policy, root: "/workspace", host: "127.0.0.1", stateDir: "/tmp/s" };
+ * const flags = permissionFlags(inputs);
+ * assert.ok(flags.some((f) => f.startsWith("--allow-read=") && f.includes("/workspace")));
+ * assert.ok(!flags.includes("--allow-all"));
  * ```
  */
 export function permissionFlags(inputs: PermissionInputs): string[] {

@@ -14,11 +14,6 @@ import type { ConcurrencyLimiter, RateLimiter } from "./rate_limits.ts";
 /**
  * Release `release` when the response is done: at once for a plain body, at the end or cancel
  * of a streamed one.
- *
- * @example
- * ```ts ignore
- * return releaseWhenDone(response, release);
- * ```
  */
 export function releaseWhenDone(res: Response, release: () => void): Response {
   if (!res.body) {
@@ -49,12 +44,6 @@ export interface AdmissionLimits {
 /**
  * The admission step. Returns the release function of a concurrency slot when one was taken;
  * the runner releases it when the response (or its streamed body) ends.
- *
- * @example
- * ```ts ignore
- * const limits = { rate: new RateLimiter(), concurrency: new ConcurrencyLimiter() };
- * const release = admit(endpoint, identity, limits);
- * ```
  */
 export function admit(
   endpoint: EndpointState,

@@ -32,10 +32,18 @@ export type AuditSink = (entry: AuditEntry) => void;
 /**
  * An audit sink writing JSON lines to an open file (or stderr).
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { jsonLinesSink } from "./audit.ts";
- * const sink = jsonLinesSink(Deno.stderr);
+ * const lines: string[] = [];
+ * const sink = jsonLinesSink({
+ *   writeSync: (bytes) => lines.push(new TextDecoder().decode(bytes)) && bytes.length,
+ * });
+ * const entry = { time: new Date().toISOString(), endpoint: "shell", identity: "ci",
+ *   decision: "deny" as const, status: 403, code: "command_not_allowed" };
+ * sink(entry);
+ * assert.deepEqual(lines, [JSON.stringify(entry) + "\n"]); // one line per entry
  * ```
  */
 export function jsonLinesSink(file: { writeSync(p: Uint8Array): number }): AuditSink {
@@ -49,11 +57,6 @@ export function jsonLinesSink(file: { writeSync(p: Uint8Array): number }): Audit
 
 /**
  * The audit step: called last with the final status and the error, if any.
- *
- * @example
- * ```ts ignore
- * recordAudit(endpoint, identity, "deny", sink, 403, error);
- * ```
  */
 export function recordAudit(
   endpoint: EndpointState,

@@ -18,11 +18,13 @@ import type { EndpointState, Identity } from "../policy/compile.ts";
  * `from` compares `presented` from that index on, so a header value such as `Bearer <token>`
  * is compared in place rather than through a slice, whose characters cost more to read.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { tokensEqual } from "./authenticate.ts";
- * tokensEqual("secret-token", "secret-token"); // true
- * tokensEqual("Bearer secret-token", "secret-token", 7); // true
+ * assert.equal(tokensEqual("secret-token", "secret-token"), true);
+ * assert.equal(tokensEqual("Bearer secret-token", "secret-token", 7), true); // from offset 7
+ * assert.equal(tokensEqual("secret-tokem", "secret-token"), false);
  * ```
  */
 export function tokensEqual(presented: string, known: string, from = 0): boolean {
@@ -93,9 +95,13 @@ function presentedWithoutHeaders(req: Request): string[] {
 /**
  * The identity holding a token, by constant-time comparison, or undefined.
  *
- * @example
- * ```ts ignore
- * const who = identify(policy.identities, "secret-token-value");
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { identify } from "./authenticate.ts";
+ * const identities = [{ id: "ci", token: "secret-token-value", scopes: ["*"] }];
+ * assert.equal(identify(identities, "secret-token-value")?.id, "ci");
+ * assert.equal(identify(identities, "secret-token-valuf"), undefined);
  * ```
  */
 export function identify(
@@ -114,11 +120,6 @@ export function identify(
 /**
  * The authentication step: the identity holding the request's token, or undefined for a public
  * endpoint (`health`), which skips it.
- *
- * @example
- * ```ts ignore
- * const identity = authenticate(req, endpoint, state.policy.identities);
- * ```
  */
 export function authenticate(
   req: Request,

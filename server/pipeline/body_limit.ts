@@ -22,10 +22,15 @@ function tooLarge(limit: number): ApiError {
 /**
  * A body stream that errors with `payload_too_large` once more than `limit` bytes pass.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { limitStream } from "./body_limit.ts";
- * const limited = new Response("hello").body!.pipeThrough(limitStream(3, () => {}));
+ * import type { ApiError } from "../errors.ts";
+ * let refusal: ApiError | undefined;
+ * const limited = new Response("hello").body!.pipeThrough(limitStream(3, (e) => refusal = e));
+ * await assert.rejects(new Response(limited).text());
+ * assert.equal(refusal?.code, "payload_too_large");
  * ```
  */
 export function limitStream(
@@ -50,11 +55,6 @@ export function limitStream(
 /**
  * The body-limit step. Returns, for a streamed body, a function that tells after the handler
  * whether the body passed the limit while it was being read.
- *
- * @example
- * ```ts ignore
- * const exceeded = limitBody(c, endpoint, state.policy.bodyBytes);
- * ```
  */
 export function limitBody(
   c: Context<ServerEnv>,

@@ -12,10 +12,12 @@ import { ApiError } from "../errors.ts";
 /**
  * The first repeated key of a query string, if any.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { repeatedParameter } from "./duplicate_params.ts";
- * repeatedParameter("?path=a&path=b"); // "path"
+ * assert.equal(repeatedParameter("?path=a&path=b"), "path");
+ * assert.equal(repeatedParameter("?path=a&depth=2"), undefined);
  * ```
  */
 export function repeatedParameter(search: string): string | undefined {
@@ -32,9 +34,14 @@ export function repeatedParameter(search: string): string | undefined {
 /**
  * The duplicate-parameter step.
  *
- * @example
- * ```ts ignore
- * rejectDuplicateParameters(req.url);
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { rejectDuplicateParameters } from "./duplicate_params.ts";
+ * rejectDuplicateParameters("http://localhost/files/list?path=a"); // passes
+ * assert.throws(() => rejectDuplicateParameters("http://localhost/files/list?path=a&path=b"), {
+ *   code: "duplicate_parameter",
+ * });
  * ```
  */
 export function rejectDuplicateParameters(url: string): void {

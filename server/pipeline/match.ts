@@ -14,11 +14,16 @@ import { TrieRouter } from "hono/router/trie-router";
 /**
  * Static routes by map, parameter routes by trie.
  *
- * @example
+ * @example A static route wins over a parameter route
  * ```ts
+ * import assert from "node:assert/strict";
  * import { Hono } from "hono";
  * import { StaticFirstRouter } from "./match.ts";
  * const app = new Hono({ router: new StaticFirstRouter() });
+ * app.get("/v1/agents/:agent_id", (c) => c.text(`agent ${c.req.param("agent_id")}`));
+ * app.get("/v1/agents/sessions", (c) => c.text("sessions"));
+ * assert.equal(await (await app.request("/v1/agents/sessions")).text(), "sessions");
+ * assert.equal(await (await app.request("/v1/agents/a1")).text(), "agent a1");
  * ```
  */
 export class StaticFirstRouter<T> implements Router<T> {

@@ -16,11 +16,13 @@ interface Bucket {
 /**
  * Token buckets by key.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { RateLimiter } from "./rate_limits.ts";
  * const rl = new RateLimiter();
- * rl.take("agent/shell", 60, 0); // 0: admitted
+ * assert.equal(rl.take("agent/shell", 1, 0), 0); // admitted
+ * assert.ok(rl.take("agent/shell", 1, 0) > 0); // refused: seconds until a retry may pass
  * ```
  */
 export class RateLimiter {
@@ -47,12 +49,16 @@ export class RateLimiter {
 /**
  * In-flight counters by key.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { ConcurrencyLimiter } from "./rate_limits.ts";
  * const cl = new ConcurrencyLimiter();
- * const release = cl.acquire("agent/shell", 2); // a function, or undefined when full
- * release?.();
+ * const release = cl.acquire("agent/shell", 1);
+ * assert.equal(typeof release, "function");
+ * assert.equal(cl.acquire("agent/shell", 1), undefined); // full
+ * release!();
+ * assert.equal(typeof cl.acquire("agent/shell", 1), "function");
  * ```
  */
 export class ConcurrencyLimiter {

@@ -57,12 +57,6 @@ interface RequestInFlight {
 
 /**
  * The pipeline for one server: returns, per endpoint, the route handler that runs every step.
- *
- * @example
- * ```ts ignore
- * const route = createPipeline(state, sink);
- * app.on("GET", "/commands", route(endpointState, handler));
- * ```
  */
 export function createPipeline(state: ServerState, sink: AuditSink) {
   const limits: AdmissionLimits = {

@@ -174,14 +174,16 @@ function absolute(root: string, p: string): string {
 /**
  * Compile a policy file into the pipeline's decisions.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { compilePolicy } from "./compile.ts";
  * const policy = compilePolicy({ preset: "readonly" }, {
- *   root: "/workspace", env: {}, implemented: new Set(["shell"]),
+ *   root: "/workspace", env: {}, implemented: new Set(["shell", "files_list"]),
  *   defaultToken: "0123456789abcdef0123", configured: true,
  * });
- * policy.endpoints.get("shell")?.rule; // "preset:readonly"
+ * assert.equal(policy.endpoints.get("shell")?.rule, "preset:readonly");
+ * assert.equal(policy.endpoints.get("shell")?.enabled, false);
  * ```
  */
 export function compilePolicy(file: PolicyFile, options: CompileOptions): CompiledPolicy {

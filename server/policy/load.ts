@@ -13,14 +13,15 @@ import { type PolicyFile, policySchema } from "./schema.ts";
 /**
  * A policy that cannot be used, with where in the file the problem is.
  *
- * @example
+ * @example Errors name the file, line and column
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parsePolicy, PolicyLoadError } from "./load.ts";
- * try {
- *   parsePolicy('{ "audit": "sometimes" }', "policy.jsonc");
- * } catch (e) {
- *   if (e instanceof PolicyLoadError) console.error(e.message); // policy.jsonc:1:12: ...
- * }
+ * assert.throws(() => parsePolicy('{ "audit": "sometimes" }', "policy.jsonc"), (e) => {
+ *   assert.ok(e instanceof PolicyLoadError);
+ *   assert.match(e.message, /^policy\.jsonc:1:12: /);
+ *   return true;
+ * });
  * ```
  */
 export class PolicyLoadError extends Error {
@@ -67,11 +68,12 @@ function locate(root: Node | undefined, path: (string | number)[], key?: string)
 /**
  * Parse and validate policy text. Throws {@linkcode PolicyLoadError} on the first problem.
  *
- * @example
+ * @example Comments and trailing commas are allowed
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parsePolicy } from "./load.ts";
- * const policy = parsePolicy('{ "preset": "readonly", /* trailing comma ok *\/ }', "p.jsonc");
- * policy.preset; // "readonly"
+ * const policy = parsePolicy('{ "preset": "readonly", /* a comment *\/ }', "p.jsonc");
+ * assert.equal(policy.preset, "readonly");
  * ```
  */
 export function parsePolicy(text: string, file: string): PolicyFile {
@@ -145,10 +147,15 @@ function nodeValue(node: Node, duplicate: (offset: number, key: string) => never
 /**
  * Read a policy file from disk. Throws {@linkcode PolicyLoadError} with file, line and column.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { loadPolicyFile } from "./load.ts";
- * const policy = await loadPolicyFile("./policy.jsonc");
+ * const file = await Deno.makeTempFile({ suffix: ".jsonc" });
+ * await Deno.writeTextFile(file, '{ "preset": "readonly" }');
+ * assert.equal((await loadPolicyFile(file)).preset, "readonly");
+ * await Deno.remove(file);
+ * await assert.rejects(loadPolicyFile(file), /cannot read/);
  * ```
  */
 export async function loadPolicyFile(file: string): Promise<PolicyFile> {

@@ -39,11 +39,14 @@ const WRITES: ReadonlySet<string> = new Set([
  * What a preset says of one endpoint: `true` on, `false` off, `undefined` no opinion (the
  * opt-in default then applies).
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { presetSays } from "./presets.ts";
  * import { ENDPOINTS_BY_ID } from "../endpoints.ts";
- * presetSays("readonly", ENDPOINTS_BY_ID.get("shell")!); // false
+ * assert.equal(presetSays("readonly", ENDPOINTS_BY_ID.get("shell")!), false);
+ * assert.equal(presetSays("readonly", ENDPOINTS_BY_ID.get("files_list")!), undefined); // default
+ * assert.equal(presetSays("open", ENDPOINTS_BY_ID.get("shell")!), true);
  * ```
  */
 export function presetSays(preset: PresetName, endpoint: EndpointSpec): boolean | undefined {

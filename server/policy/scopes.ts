@@ -8,11 +8,12 @@
 /**
  * The first required scope the granted list does not cover, or undefined when all are covered.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { missingScope } from "./scopes.ts";
- * missingScope(["files:*"], ["files:write"]); // undefined
- * missingScope(["files:read"], ["files:write"]); // "files:write"
+ * assert.equal(missingScope(["files:*"], ["files:write"]), undefined);
+ * assert.equal(missingScope(["files:read"], ["files:write"]), "files:write");
  * ```
  */
 export function missingScope(
@@ -28,10 +29,12 @@ export function missingScope(
 /**
  * Whether a granted list covers one scope.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { covers } from "./scopes.ts";
- * covers(["*"], "browser:use"); // true
+ * assert.equal(covers(["*"], "browser:use"), true);
+ * assert.equal(covers(["files:*"], "browser:use"), false);
  * ```
  */
 export function covers(granted: readonly string[], scope: string): boolean {

@@ -100,11 +100,12 @@ const SIGNAL_NAMES: readonly (Deno.Signal | undefined)[] = [
 /**
  * A `waitpid` status word as a {@linkcode ChildStatus}.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { decodeWaitStatus } from "./child.ts";
- * decodeWaitStatus(3 << 8); // { code: 3, signal: null }
- * decodeWaitStatus(9); // { code: 137, signal: "SIGKILL" }
+ * assert.deepEqual(decodeWaitStatus(3 << 8), { code: 3, signal: null }); // exit(3)
+ * assert.deepEqual(decodeWaitStatus(9), { code: 137, signal: "SIGKILL" }); // killed by signal 9
  * ```
  */
 export function decodeWaitStatus(status: number): ChildStatus {

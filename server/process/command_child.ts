@@ -36,10 +36,17 @@ function setsid(): string | null {
 /**
  * A child started by `Deno.Command`, through `setsid` where installed.
  *
- * @example
- * ```ts ignore
- * const child = new CommandChild({ argv: ["true"], cwd: "/", env, stdin: false }, () => {});
- * await child.status;
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { CommandChild } from "./command_child.ts";
+ * const out: string[] = [];
+ * const env = { PATH: "/usr/bin:/bin" };
+ * const child = new CommandChild({ argv: ["sh", "-c", "echo hi"], cwd: "/", env, stdin: false },
+ *   (_type, bytes) => out.push(new TextDecoder().decode(bytes)));
+ * assert.equal((await child.status).code, 0);
+ * await child.drained;
+ * assert.equal(out.join(""), "hi\n");
  * ```
  */
 export class CommandChild implements SpawnedChild {

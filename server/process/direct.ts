@@ -98,10 +98,13 @@ const NEEDS_BASH = new Set([
 /**
  * The argv to run `cmd` directly, or `null` when it needs bash.
  *
- * @example
- * ```ts ignore
- * directArgv("ls -la 'my dir'", "/workspace", env); // ["/usr/bin/ls", "-la", "my dir"]
- * directArgv("ls > out", "/workspace", env); // null
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { directArgv } from "./direct.ts";
+ * const env = { PATH: "/usr/bin:/bin" };
+ * assert.deepEqual(directArgv("ls -la 'my dir'", "/", env)?.slice(1), ["-la", "my dir"]);
+ * assert.equal(directArgv("ls > out", "/", env), null); // needs a shell
  * ```
  */
 export function directArgv(

@@ -20,13 +20,6 @@ const MIN_TOKEN_LENGTH = 16;
 
 /**
  * What new processes get as their environment.
- *
- * @example
- * ```ts ignore
- * const store = environmentStore(c.var.state);
- * const env = store.forProcess({ DEBUG: "1" });
- * new Deno.Command("bash", { args: ["-c", "env"], clearEnv: true, env });
- * ```
  */
 export class EnvironmentStore implements Service {
   readonly #vars = new Map<string, string>();
@@ -86,11 +79,6 @@ export class EnvironmentStore implements Service {
 
 /**
  * The server's environment store (one per server).
- *
- * @example
- * ```ts ignore
- * const env = environmentStore(c.var.state).forProcess(guardedEnv);
- * ```
  */
 export function environmentStore(state: ServerState): EnvironmentStore {
   return state.service("environment", () => new EnvironmentStore(state.policy));

@@ -34,11 +34,6 @@ const siginfoView = new DataView(siginfo.buffer);
 
 /**
  * Whether `pid`, a child of this process, has exited (and is a zombie until it is reaped).
- *
- * @example
- * ```ts ignore
- * if (hasExited(pid)) libc().waitpid(pid, status, WNOHANG);
- * ```
  */
 export function hasExited(pid: number): boolean {
   siginfoView.setInt32(SI_PID_OFFSET, 0, true);
@@ -51,13 +46,6 @@ export function hasExited(pid: number): boolean {
 
 /**
  * The pids being watched and what to call when each exits.
- *
- * @example
- * ```ts ignore
- * exitWatch.watch(pid, () => reap(pid));
- * // on release, before the pid can be reaped elsewhere:
- * exitWatch.unwatch(pid);
- * ```
  */
 export class ExitWatch {
   readonly #watched = new Map<number, () => void>();

@@ -33,10 +33,11 @@ function executable(path: string): boolean | undefined {
  * current directory; a relative one is relative to the process's `cwd` (the request's), not the
  * server's.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { searchDirs } from "./locate_program.ts";
- * searchDirs("bin::/usr/bin", "/work"); // ["/work/bin", "/work", "/usr/bin"]
+ * assert.deepEqual(searchDirs("bin::/usr/bin", "/work"), ["/work/bin", "/work", "/usr/bin"]);
  * ```
  */
 export function searchDirs(path: string | undefined, cwd: string): string[] {
@@ -48,9 +49,15 @@ export function searchDirs(path: string | undefined, cwd: string): string[] {
  * Where bash would find `name` on `PATH` (relative to `cwd` for a name with a slash): the path,
  * `null` when it is nowhere, `undefined` when a directory the server may not read comes first.
  *
- * @example
- * ```ts ignore
- * locateProgram("ls", "/tmp", "/usr/bin:/bin"); // "/usr/bin/ls"
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { locateProgram } from "./locate_program.ts";
+ * const dir = await Deno.makeTempDir();
+ * await Deno.writeTextFile(`${dir}/tool`, "#!/bin/sh\n", { mode: 0o755 });
+ * assert.equal(locateProgram("tool", "/", dir), `${dir}/tool`);
+ * assert.equal(locateProgram("no-such-tool", "/", dir), null);
+ * await Deno.remove(dir, { recursive: true });
  * ```
  */
 export function locateProgram(

@@ -80,11 +80,18 @@ interface PendingWrite {
 /**
  * A natively spawned group leader.
  *
- * @example
- * ```ts ignore
- * const child = new NativeChild({ argv: ["echo", "hi"], cwd: "/", env, stdin: false }, (t, b) => {});
- * const { code } = await child.status;
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { NativeChild } from "./native_child.ts";
+ * const out: string[] = [];
+ * const env = { PATH: "/usr/bin:/bin" };
+ * const argv = ["sh", "-c", "echo hi; exit 3"];
+ * const child = new NativeChild({ argv, cwd: "/", env, stdin: false },
+ *   (_type, bytes) => out.push(new TextDecoder().decode(bytes)));
+ * assert.equal((await child.status).code, 3);
  * await child.drained;
+ * assert.equal(out.join(""), "hi\n");
  * ```
  */
 export class NativeChild implements SpawnedChild {

@@ -59,11 +59,6 @@ let supported: boolean | undefined;
  * Whether processes can be started natively here: Linux, a libc with `posix_spawn`,
  * `POSIX_SPAWN_SETSID`, `addchdir_np` and `waitid`, FFI allowed,
  * and not turned off with `SANDBAR_PROCESS_SPAWN=command`.
- *
- * @example
- * ```ts ignore
- * const child = nativeSpawnSupported() ? new NativeChild(spec, onChunk) : new CommandChild(spec, onChunk);
- * ```
  */
 export function nativeSpawnSupported(): boolean {
   if (supported !== undefined) return supported;
@@ -197,11 +192,6 @@ function spawnOnce(
  * returns its pid. Throws `Deno.errors.NotFound` (no such program, or no `cwd`),
  * `Deno.errors.PermissionDenied`, or an `Error` with an `errno`. With `located`, `argv[0]` is a
  * path the caller has just found on `PATH`, and is not looked up again.
- *
- * @example
- * ```ts ignore
- * const pid = spawnLeader(["ls", "-l"], "/tmp", { PATH: "/usr/bin" }, { stdin: null, stdout: 5, stderr: 7 });
- * ```
  */
 export function spawnLeader(
   argv: readonly string[],

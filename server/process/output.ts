@@ -37,13 +37,14 @@ function concat(chunks: readonly Uint8Array[], size: number): Uint8Array {
 /**
  * The last `limit` bytes of one stream.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { TailBuffer } from "./output.ts";
  * const b = new TailBuffer(4);
  * b.push(new TextEncoder().encode("abcdef"));
- * b.text(); // "cdef"
- * b.dropped; // 2
+ * assert.equal(b.text(), "cdef");
+ * assert.equal(b.dropped, 2);
  * ```
  */
 export class TailBuffer {
@@ -88,12 +89,14 @@ export class TailBuffer {
 /**
  * The first `limit` bytes of one stream; the rest is counted and dropped.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { HeadBuffer } from "./output.ts";
  * const b = new HeadBuffer(4);
  * b.push(new TextEncoder().encode("abcdef"));
- * b.text(); // "abcd"
+ * assert.equal(b.text(), "abcd");
+ * assert.equal(b.dropped, 2);
  * ```
  */
 export class HeadBuffer {
@@ -150,12 +153,14 @@ export interface OutputSlice {
 /**
  * Both streams of a process as chunks with offsets, holding at most `limit` bytes.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { OutputLog } from "./output.ts";
  * const log = new OutputLog(1024);
  * log.append("stdout", "hi\n", 3);
- * log.read(0).nextOffset; // 3
+ * const page = log.read(0);
+ * assert.equal(page.nextOffset, 3);
  * ```
  */
 export class OutputLog {

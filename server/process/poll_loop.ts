@@ -33,13 +33,6 @@ const RETRY_MS = 10;
 
 /**
  * The loop.
- *
- * @example
- * ```ts ignore
- * pollLoop.watch(fd, POLLIN, (revents) => drain(fd));
- * // ... later, before closing fd:
- * pollLoop.unwatch(fd);
- * ```
  */
 export class PollLoop {
   readonly #watches = new Map<number, Watch>();

@@ -25,9 +25,15 @@ export interface CapturedRun {
  * Run `request` to the end. Throws what spawning throws (`Deno.errors.NotFound` for a missing
  * program).
  *
- * @example
- * ```ts ignore
- * const r = await runCaptured({ argv: ["git", "--version"], cwd: "/", env, timeoutMs: 5000 });
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { runCaptured } from "./run.ts";
+ * const cmd = "echo hi; echo oops >&2; exit 3";
+ * const r = await runCaptured({ cmd, cwd: "/", env: {}, timeoutMs: 5000 });
+ * assert.equal(r.stdout, "hi\n");
+ * assert.equal(r.stderr, "oops\n");
+ * assert.equal(r.exit.exitCode, 3);
  * ```
  */
 export async function runCaptured(
@@ -53,9 +59,14 @@ export async function runCaptured(
  * The stdout of a quick helper program, or `null` when it is missing, fails or takes longer
  * than `timeoutMs`.
  *
- * @example
- * ```ts ignore
- * const version = await toolOutput(["git", "--version"], env);
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { toolOutput } from "./run.ts";
+ * const env = { PATH: "/usr/bin:/bin" };
+ * assert.equal(await toolOutput(["sh", "-c", "echo 1.2.3"], env), "1.2.3\n");
+ * assert.equal(await toolOutput(["sh", "-c", "exit 1"], env), null);
+ * assert.equal(await toolOutput(["no-such-tool-here"], env), null);
  * ```
  */
 export async function toolOutput(

@@ -87,10 +87,14 @@ export const TIMEOUT_EXIT_CODE = 124;
 /**
  * A running process group.
  *
- * @example
- * ```ts ignore
- * const p = spawnGroup({ cmd: "echo hi", cwd: "/tmp", env: {}, timeoutMs: 5000 }, (t, b) => {});
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ManagedProcess } from "./spawn.ts";
+ * const p = new ManagedProcess({ cmd: "sleep 30", cwd: "/", env: {}, timeoutMs: 50 }, () => {});
  * const exit = await p.exited;
+ * assert.equal(exit.timedOut, true);
+ * assert.equal(exit.exitCode, 124);
  * ```
  */
 export class ManagedProcess {

@@ -66,11 +66,6 @@ export interface EntryOptions {
 
 /**
  * The table service.
- *
- * @example
- * ```ts ignore
- * const entry = processTable(state).spawn(request, { identity: "default", kind: "background", bufferBytes: 1 << 20 });
- * ```
  */
 export class ProcessTable implements Service {
   readonly #entries = new Map<number, ProcessEntry>();
@@ -171,11 +166,6 @@ export class ProcessTable implements Service {
 
 /**
  * The server's process table (one per server).
- *
- * @example
- * ```ts ignore
- * const table = processTable(c.var.state);
- * ```
  */
 export function processTable(state: ServerState): ProcessTable {
   return state.service("process", () => new ProcessTable());

@@ -13,9 +13,12 @@ const X_OK = 1;
 /**
  * True when `path` is executable by the server and is not a directory.
  *
- * @example
- * ```ts ignore
- * isExecutableFile("/bin/bash"); // true
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { isExecutableFile } from "./executable.ts";
+ * assert.equal(isExecutableFile(Deno.execPath()), true);
+ * assert.equal(isExecutableFile(Deno.cwd()), false); // a directory
  * ```
  */
 export function isExecutableFile(path: string): boolean {

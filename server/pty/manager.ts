@@ -32,12 +32,6 @@ function newId(): string {
 
 /**
  * The terminal service.
- *
- * @example
- * ```ts ignore
- * const terminals = state.service("terminals", () => new TerminalManager());
- * const t = terminals.start({ owner: "default", shell: "/bin/bash", args: [], cwd, env, size, idleTimeoutMs: 900_000 });
- * ```
  */
 export class TerminalManager {
   readonly #terminals = new Map<string, Terminal>();

@@ -44,9 +44,16 @@ export interface WindowSize {
 /**
  * Set the window size of a terminal (either side).
  *
- * @example
- * ```ts ignore
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { getWindowSize, openPtyPair, setWindowSize } from "./pair.ts";
+ * import { closeFd } from "../libc/index.ts";
+ * const pair = openPtyPair({ cols: 80, rows: 24 });
  * setWindowSize(pair.master, { cols: 132, rows: 40 });
+ * assert.deepEqual(getWindowSize(pair.master), { cols: 132, rows: 40 });
+ * closeFd(pair.slave);
+ * closeFd(pair.master);
  * ```
  */
 export function setWindowSize(fd: number, size: WindowSize): void {
@@ -57,11 +64,6 @@ export function setWindowSize(fd: number, size: WindowSize): void {
 
 /**
  * The window size of a terminal.
- *
- * @example
- * ```ts ignore
- * getWindowSize(pair.master); // { cols: 80, rows: 24 }
- * ```
  */
 export function getWindowSize(fd: number): WindowSize {
   const ws = new Uint16Array(4);
@@ -72,10 +74,16 @@ export function getWindowSize(fd: number): WindowSize {
 /**
  * Open a pseudo-terminal pair of the given size. On failure nothing stays open.
  *
- * @example
- * ```ts ignore
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { getWindowSize, openPtyPair } from "./pair.ts";
+ * import { closeFd } from "../libc/index.ts";
  * const pair = openPtyPair({ cols: 80, rows: 24 });
- * pair.path; // "/dev/pts/3"
+ * assert.match(pair.path, /^\/dev\/pts\/\d+$/);
+ * assert.deepEqual(getWindowSize(pair.master), { cols: 80, rows: 24 });
+ * closeFd(pair.slave);
+ * closeFd(pair.master);
  * ```
  */
 export function openPtyPair(size: WindowSize): PtyPair {

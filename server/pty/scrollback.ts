@@ -8,12 +8,13 @@
 /**
  * A byte ring of fixed capacity that keeps the last `capacity` bytes written to it.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { Scrollback } from "./scrollback.ts";
  * const s = new Scrollback(4);
  * s.push(new TextEncoder().encode("abcdef"));
- * new TextDecoder().decode(s.snapshot()); // "cdef"
+ * assert.equal(new TextDecoder().decode(s.snapshot()), "cdef"); // the last 4 bytes
  * ```
  */
 export class Scrollback {

@@ -79,13 +79,6 @@ const HANGUP_GRACE_MS = 2_000;
 
 /**
  * A running (or ended) terminal.
- *
- * @example
- * ```ts ignore
- * const t = Terminal.start({ id, owner, shell: "/bin/bash", args: [], cwd, env, size, idleTimeoutMs, scrollbackBytes });
- * t.write(new TextEncoder().encode("echo hi\r"));
- * await t.end("deleted");
- * ```
  */
 export class Terminal {
   /** Options it was started with. */

@@ -34,11 +34,6 @@ function signalAll(pids: number[], signal: Deno.Signal): void {
 /**
  * Hang up a session: `SIGHUP` (and `SIGCONT`, so stopped jobs see it) to every member, then
  * `SIGKILL` to what is left after `graceMs`. Resolves when no live member remains.
- *
- * @example
- * ```ts ignore
- * await hangUpSession(shell.pid, 2000);
- * ```
  */
 export async function hangUpSession(sid: number, graceMs: number): Promise<void> {
   let members = sessionMembers(sid);

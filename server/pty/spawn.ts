@@ -46,12 +46,6 @@ export interface SpawnOnTerminalOptions {
 
 /**
  * Start a program as the session leader on a terminal.
- *
- * @example
- * ```ts ignore
- * const child = spawnOnTerminal({ tty: "/dev/pts/3", program: "/bin/bash", args: [], cwd: "/workspace", env });
- * const { code, signal } = await child.status;
- * ```
  */
 export function spawnOnTerminal(options: SpawnOnTerminalOptions): Deno.ChildProcess {
   tools ??= {

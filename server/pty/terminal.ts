@@ -36,14 +36,6 @@ export const MAX_PENDING_INPUT = 1024 * 1024;
 
 /**
  * An open pseudo-terminal and its I/O loop.
- *
- * @example
- * ```ts ignore
- * const term = PseudoTerminal.open({ cols: 80, rows: 24 }, (bytes) => console.log(bytes));
- * // start a shell on term.path, then:
- * term.write(new TextEncoder().encode("echo hi\r"));
- * await term.close();
- * ```
  */
 export class PseudoTerminal {
   /** The slave's device path, for the shell to open. */

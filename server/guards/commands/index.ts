@@ -247,11 +247,13 @@ function shellStringProblem(cmd: unknown): string | null {
 /**
  * Decide a shell string.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { decideShellCommand } from "./index.ts";
  * const rules = { deny: ["rm"], denyAssign: [] };
- * decideShellCommand(rules, "echo ok; /usr/bin/rm -rf x").allowed; // false
+ * assert.equal(decideShellCommand(rules, "echo ok; /usr/bin/rm -rf x").allowed, false);
+ * assert.equal(decideShellCommand(rules, "echo ok; ls -la").allowed, true);
  * ```
  */
 export function decideShellCommand(rules: CommandRules, cmd: unknown): CommandVerdict {
@@ -283,10 +285,13 @@ export function decideShellCommand(rules: CommandRules, cmd: unknown): CommandVe
 /**
  * Decide an exec-form argv (`["prog", "arg"…]`, no shell).
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { decideArgv } from "./index.ts";
- * decideArgv({ allow: ["python3"], deny: [], denyAssign: [] }, ["python3", "-V"]).allowed; // true
+ * const rules = { allow: ["python3"], deny: [], denyAssign: [] };
+ * assert.equal(decideArgv(rules, ["python3", "-V"]).allowed, true);
+ * assert.equal(decideArgv(rules, ["bash", "-c", "python3"]).allowed, false);
  * ```
  */
 export function decideArgv(rules: CommandRules, argv: unknown): CommandVerdict {
@@ -331,9 +336,13 @@ function raise(verdict: CommandVerdict, param: string): void {
 /**
  * Throw the refusal of a shell string as an {@linkcode ApiError}.
  *
- * @example
- * ```ts ignore
- * guardShellCommand(commandRules(state.policy), body.cmd);
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { guardShellCommand } from "./index.ts";
+ * const rules = { deny: ["rm"], denyAssign: [] };
+ * assert.equal(guardShellCommand(rules, "ls -la"), "ls -la");
+ * assert.throws(() => guardShellCommand(rules, "sudo rm -rf /"), { code: "command_not_allowed" });
  * ```
  */
 export function guardShellCommand(rules: CommandRules, cmd: unknown, param = "cmd"): string {
@@ -344,9 +353,13 @@ export function guardShellCommand(rules: CommandRules, cmd: unknown, param = "cm
 /**
  * Throw the refusal of an argv as an {@linkcode ApiError}.
  *
- * @example
- * ```ts ignore
- * guardArgv(commandRules(state.policy), body.argv);
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { guardArgv } from "./index.ts";
+ * const rules = { deny: ["rm"], denyAssign: [] };
+ * assert.deepEqual(guardArgv(rules, ["ls", "-la"]), ["ls", "-la"]);
+ * assert.throws(() => guardArgv(rules, ["/bin/rm", "-rf", "/"]), { code: "process_denied" });
  * ```
  */
 export function guardArgv(rules: CommandRules, argv: unknown, param = "argv"): string[] {

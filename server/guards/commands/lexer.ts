@@ -96,11 +96,13 @@ interface PendingHeredoc {
 /**
  * Split a bash command string into tokens.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { tokenize } from "./lexer.ts";
- * tokenize("echo hi && rm -f x").map((t) => t.kind === "word" ? t.word.value : t.kind === "op" ? t.op : "((");
- * // ["echo", "hi", "&&", "rm", "-f", "x"]
+ * const shown = tokenize("echo hi && rm -f x")
+ *   .map((t) => t.kind === "word" ? t.word.value : t.kind === "op" ? t.op : "((");
+ * assert.deepEqual(shown, ["echo", "hi", "&&", "rm", "-f", "x"]);
  * ```
  */
 export function tokenize(source: string): Token[] {

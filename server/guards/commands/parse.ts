@@ -45,10 +45,11 @@ function reserved(w: Word, names: ReadonlySet<string> | string): boolean {
 /**
  * Parse a bash string into the parts the command guard checks.
  *
- * @example
+ * @example Commands nested in substitutions are found
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseScript } from "./parse.ts";
- * parseScript("if true; then echo $(rm -f x); fi").nested; // ["rm -f x"]
+ * assert.deepEqual(parseScript("if true; then echo $(rm -f x); fi").nested, ["rm -f x"]);
  * ```
  */
 export function parseScript(source: string): ParsedScript {

@@ -57,10 +57,12 @@ const patternCache = new Map<string, RegExp>();
 /**
  * Whether a variable name matches a list entry (a name, or a glob with `*`).
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { nameMatches } from "./index.ts";
- * nameMatches("DYLD_INSERT_LIBRARIES", "DYLD_*"); // true
+ * assert.equal(nameMatches("DYLD_INSERT_LIBRARIES", "DYLD_*"), true);
+ * assert.equal(nameMatches("PATH", "DYLD_*"), false);
  * ```
  */
 export function nameMatches(name: string, pattern: string): boolean {
@@ -86,11 +88,6 @@ export interface EnvRules {
  * The env rules of a compiled policy: `env.allow`, `env.deny`, the server's reserved names and
  * the identities' token variables; the shell-control variables too while command rules are in
  * force.
- *
- * @example
- * ```ts ignore
- * const rules = envRules(state.policy);
- * ```
  */
 export function envRules(policy: CompiledPolicy): EnvRules {
   const deny = [...policy.env.deny, ...SERVER_RESERVED_VARIABLES];
@@ -111,10 +108,12 @@ export type EnvNameVerdict =
 /**
  * Decide one name (already known to be valid).
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { decideEnvName } from "./index.ts";
- * decideEnvName({ deny: ["LD_PRELOAD"] }, "LD_PRELOAD").allowed; // false
+ * assert.equal(decideEnvName({ deny: ["LD_PRELOAD"] }, "LD_PRELOAD").allowed, false);
+ * assert.equal(decideEnvName({ deny: ["LD_PRELOAD"] }, "DEBUG").allowed, true);
  * ```
  */
 export function decideEnvName(rules: EnvRules, name: string): EnvNameVerdict {
@@ -145,10 +144,14 @@ function invalid(message: string, param: string): ApiError {
  * `allowNull`, a `null` value means "remove" (used by `POST /system/env`): its name must be
  * valid, but removing is always allowed.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { guardEnv } from "./index.ts";
- * guardEnv({ deny: ["LD_PRELOAD"] }, { FOO: "1" }); // { FOO: "1" }
+ * assert.deepEqual(guardEnv({ deny: ["LD_PRELOAD"] }, { FOO: "1" }), { FOO: "1" });
+ * assert.throws(() => guardEnv({ deny: ["LD_PRELOAD"] }, { LD_PRELOAD: "x.so" }), {
+ *   code: "env_var_denied",
+ * });
  * ```
  */
 export function guardEnv(

@@ -23,10 +23,11 @@ export interface ExtensionRules {
 /**
  * The extensions of a file name, longest first.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { extensionsOf } from "./extensions.ts";
- * extensionsOf("Backup.TAR.gz"); // [".tar.gz", ".gz"]
+ * assert.deepEqual(extensionsOf("Backup.TAR.gz"), [".tar.gz", ".gz"]);
  * ```
  */
 export function extensionsOf(name: string): string[] {
@@ -39,10 +40,14 @@ export function extensionsOf(name: string): string[] {
 /**
  * Throw `extension_not_allowed` when a file name breaks the rules.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { assertExtensionAllowed } from "./extensions.ts";
  * assertExtensionAllowed({ deny: [".exe"] }, "notes.txt"); // passes
+ * assert.throws(() => assertExtensionAllowed({ deny: [".exe"] }, "setup.EXE"), {
+ *   code: "extension_not_allowed",
+ * });
  * ```
  */
 export function assertExtensionAllowed(rules: ExtensionRules, name: string, param = "path"): void {

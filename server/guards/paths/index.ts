@@ -38,10 +38,12 @@ const globCache = new Map<string, RegExp>();
  * A `paths.deny` glob as a regular expression over absolute paths: `**` any depth, `*` and `?`
  * within one component; a pattern that does not start with `/` matches at any depth.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { globToRegExp } from "./index.ts";
- * globToRegExp("**\/.env").test("/workspace/app/.env"); // true
+ * assert.equal(globToRegExp("**\/.env").test("/workspace/app/.env"), true);
+ * assert.equal(globToRegExp("**\/.env").test("/workspace/app/.env.example"), false);
  * ```
  */
 export function globToRegExp(glob: string): RegExp {
@@ -77,10 +79,12 @@ export function isWithin(path: string, tree: string): boolean {
 /**
  * The `paths.deny` pattern that refuses an absolute path (or one of its parents), if any.
  *
- * @example
+ * @example A denied directory denies what is below it
  * ```ts
+ * import assert from "node:assert/strict";
  * import { deniedBy } from "./index.ts";
- * deniedBy("/workspace/app/.env/x", ["**\/.env"]); // "**\/.env"
+ * assert.equal(deniedBy("/workspace/app/.env/x", ["**\/.env"]), "**\/.env");
+ * assert.equal(deniedBy("/workspace/app/main.ts", ["**\/.env"]), undefined);
  * ```
  */
 export function deniedBy(path: string, patterns: readonly string[]): string | undefined {
@@ -102,11 +106,17 @@ function refuse(code: ErrorCode, reason: string, path: string | null = null): Pa
 /**
  * Decide a path lexically.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { decidePath } from "./index.ts";
- * const settings = { allow: ["/workspace"], deny: ["**\/.env"], readOnly: [], symlinks: "within" as const, max: 4096 };
- * decidePath(settings, "/workspace", "../etc/passwd", "read").code; // "path_not_allowed"
+ * const settings = {
+ *   allow: ["/workspace"], deny: ["**\/.env"], readOnly: [],
+ *   symlinks: "within" as const, max: 4096,
+ * };
+ * const decision = decidePath(settings, "/workspace", "../etc/passwd", "read");
+ * assert.equal(decision.code, "path_not_allowed");
+ * assert.equal(decidePath(settings, "/workspace", "app/.env", "read").code, "path_denied");
  * ```
  */
 export function decidePath(
@@ -138,9 +148,18 @@ export function decidePath(
  * Decide a path lexically and throw the refusal as an {@linkcode ApiError}; returns the
  * absolute path.
  *
- * @example
- * ```ts ignore
- * const abs = guardPathLexically(state.policy.paths, state.root, body.path, "write");
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { guardPathLexically } from "./index.ts";
+ * const settings = {
+ *   allow: ["/workspace"], deny: [], readOnly: [], symlinks: "within" as const, max: 4096,
+ * };
+ * const path = guardPathLexically(settings, "/workspace", "src/a.ts", "read");
+ * assert.equal(path, "/workspace/src/a.ts");
+ * assert.throws(() => guardPathLexically(settings, "/workspace", "/etc/passwd", "read"), {
+ *   code: "path_not_allowed",
+ * });
  * ```
  */
 export function guardPathLexically(

@@ -152,12 +152,6 @@ function verifyWithoutLinks(
 
 /**
  * The guard, with what it found on disk; {@linkcode guardPath} returns just the path.
- *
- * @example
- * ```ts ignore
- * const g = resolveGuardedPath(state, body.path, "write");
- * if (g.exists && !overwrite) throw new ApiError("file_exists", "…");
- * ```
  */
 export function resolveGuardedPath(
   state: ServerState,
@@ -302,11 +296,6 @@ export function resolveGuardedPath(
  * `paths.symlinks`. Returns the absolute path to use. Throws {@linkcode ApiError} with
  * `invalid_path` (400), `path_not_allowed`, `path_denied`, `read_only` or `symlink_denied`
  * (403).
- *
- * @example
- * ```ts ignore
- * const cwd = guardPath(c.var.state, body.cwd, "read", "cwd");
- * ```
  */
 export function guardPath(
   state: ServerState,
@@ -320,12 +309,6 @@ export function guardPath(
 /**
  * Refuse with `symlink_denied` when an opened file is not the one the guard checked: a link or
  * a directory was swapped in between the check and the open.
- *
- * @example
- * ```ts ignore
- * const file = await Deno.open(g.path);
- * assertSameFile(await file.stat(), g.stat, "path");
- * ```
  */
 export function assertSameFile(
   opened: Deno.FileInfo,

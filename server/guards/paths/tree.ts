@@ -14,11 +14,6 @@ import { deniedBy, isWithin } from "./index.ts";
 /**
  * Throw `read_only` or `path_denied` when removing the directory `real` (asked for as
  * `requested`) would remove a protected path below it.
- *
- * @example
- * ```ts ignore
- * await assertTreeRemovable(state.policy.paths, g.requested, g.path, "path");
- * ```
  */
 export async function assertTreeRemovable(
   settings: PathSettings,

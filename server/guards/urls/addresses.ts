@@ -21,11 +21,12 @@ export type AddressRange =
 /**
  * Parse an IPv4 address in dotted-decimal form into its 4 bytes, or `null`.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseIPv4 } from "./addresses.ts";
- * parseIPv4("169.254.169.254"); // Uint8Array [169, 254, 169, 254]
- * parseIPv4("example.com"); // null
+ * assert.deepEqual(parseIPv4("169.254.169.254"), new Uint8Array([169, 254, 169, 254]));
+ * assert.equal(parseIPv4("example.com"), null);
  * ```
  */
 export function parseIPv4(text: string): Uint8Array | null {
@@ -45,10 +46,12 @@ export function parseIPv4(text: string): Uint8Array | null {
  * Parse an IPv6 address (brackets allowed, a zone `%eth0` ignored, a trailing dotted IPv4 part
  * allowed) into its 16 bytes, or `null`.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseIPv6 } from "./addresses.ts";
- * parseIPv6("[::1]")?.[15]; // 1
+ * assert.equal(parseIPv6("[::1]")?.[15], 1);
+ * assert.equal(parseIPv6("::ffff:127.0.0.1")?.[12], 127);
  * ```
  */
 export function parseIPv6(text: string): Uint8Array | null {
@@ -157,12 +160,13 @@ function embeddedIPv4(b: Uint8Array): Uint8Array | null {
 /**
  * The non-public range an address belongs to, or `null` for a public address.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { addressRange } from "./addresses.ts";
- * addressRange("169.254.169.254"); // "link-local"
- * addressRange("::ffff:127.0.0.1"); // "loopback"
- * addressRange("93.184.215.14"); // null
+ * assert.equal(addressRange("169.254.169.254"), "link-local");
+ * assert.equal(addressRange("::ffff:127.0.0.1"), "loopback");
+ * assert.equal(addressRange("93.184.215.14"), null);
  * ```
  */
 export function addressRange(address: string | Uint8Array): AddressRange | null {

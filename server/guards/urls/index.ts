@@ -77,12 +77,13 @@ export function parseUrlPatterns(list: readonly string[], key: string): UrlPatte
 /**
  * The compiled URL rules of one policy.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { UrlGuard } from "./index.ts";
  * const guard = new UrlGuard(["http://127.0.0.1:*"], []);
- * guard.checkUrl("http://127.0.0.1:8080/", true); // null: allowed
- * guard.checkUrl("http://169.254.169.254/", true)?.rule; // "url_allow"
+ * assert.equal(guard.checkUrl("http://127.0.0.1:8080/", true), null); // allowed
+ * assert.equal(guard.checkUrl("http://169.254.169.254/", true)?.rule, "url_allow");
  * ```
  */
 export class UrlGuard {
@@ -214,12 +215,6 @@ function loopbackName(hostname: string): "loopback" | null {
 
 /**
  * The {@linkcode ApiError} for a refusal.
- *
- * @example
- * ```ts ignore
- * const refusal = guard.checkUrl(body.url, true);
- * if (refusal) throw refusalError(refusal, "url");
- * ```
  */
 export function refusalError(refusal: UrlRefusal, param?: string): ApiError {
   return new ApiError(refusal.code, refusal.message, { rule: refusal.rule, param });

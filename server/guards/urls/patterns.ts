@@ -61,11 +61,13 @@ function globToRegExp(glob: string): RegExp {
 /**
  * Parse a pattern; throws an `Error` saying what is wrong.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseUrlPattern } from "./patterns.ts";
- * parseUrlPattern("http://127.0.0.1:*").port; // "*"
- * parseUrlPattern("https://*.example.com/*").host; // { kind: "suffix", suffix: "example.com" }
+ * assert.equal(parseUrlPattern("http://127.0.0.1:*").port, "*");
+ * const { host } = parseUrlPattern("https://*.example.com/*");
+ * assert.deepEqual(host, { kind: "suffix", suffix: "example.com" });
  * ```
  */
 export function parseUrlPattern(source: string): UrlPattern {
@@ -134,11 +136,13 @@ function matchPort(p: UrlPattern, port: number, schemes: readonly string[]): boo
 /**
  * Whether a URL matches a pattern.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { matchUrl, parseUrlPattern } from "./patterns.ts";
- * matchUrl(parseUrlPattern("https://*.example.com/api/*"), new URL("https://a.example.com/api/x"));
- * // true
+ * const pattern = parseUrlPattern("https://*.example.com/api/*");
+ * assert.equal(matchUrl(pattern, new URL("https://a.example.com/api/x")), true);
+ * assert.equal(matchUrl(pattern, new URL("https://example.org/api/x")), false);
  * ```
  */
 export function matchUrl(p: UrlPattern, url: URL): boolean {

@@ -59,12 +59,6 @@ function endpointParams(state: ServerState, id: string): Record<string, unknown>
 
 /**
  * The capabilities document for one identity.
- *
- * @example
- * ```ts ignore
- * const doc = capabilitiesDocument(state, identity);
- * doc.endpoints.shell.allowed;
- * ```
  */
 export function capabilitiesDocument(state: ServerState, identity: Identity) {
   const policy = state.policy;
@@ -125,11 +119,6 @@ const CheckBody = z.strictObject({
 /**
  * `POST /capabilities/check`: would this endpoint (and path, operation) be allowed for the
  * caller? Nothing is run.
- *
- * @example
- * ```ts ignore
- * capabilities_check: checkCapability,
- * ```
  */
 export const checkCapability: EndpointHandler = async (c) => {
   const { endpoint, path, operation } = await readBody(c, CheckBody);

@@ -54,10 +54,13 @@ function entry(xy: string, path: string, kind: string, orig?: string): StatusFil
 /**
  * Parse `git status --porcelain=v2 --branch -z`.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseStatus } from "./git_parse.ts";
- * parseStatus("# branch.oid (initial)\0# branch.head main\0? a.txt\0").files[0].status; // "untracked"
+ * const status = parseStatus("# branch.oid (initial)\0# branch.head main\0? a.txt\0");
+ * assert.equal(status.files[0].status, "untracked");
+ * assert.equal(status.files[0].path, "a.txt");
  * ```
  */
 export function parseStatus(out: string) {
@@ -128,10 +131,13 @@ export interface NumstatFile {
 /**
  * Parse `git diff --numstat -z`.
  *
- * @example
+ * @example Usage
  * ```ts
+ * import assert from "node:assert/strict";
  * import { parseNumstat } from "./git_parse.ts";
- * parseNumstat("3\t1\ta.ts\0")[0].additions; // 3
+ * const [change] = parseNumstat("3\t1\ta.ts\0");
+ * assert.equal(change.additions, 3);
+ * assert.equal(change.deletions, 1);
  * ```
  */
 export function parseNumstat(out: string): NumstatFile[] {

@@ -12,11 +12,6 @@ import { runCode } from "./run_code.ts";
 
 /**
  * The dev_tools group's handlers.
- *
- * @example
- * ```ts ignore
- * const handlers = { ...devToolsHandlers };
- * ```
  */
 export const devToolsHandlers: GroupHandlers<DevToolsId> = {
   run_code: runCode,

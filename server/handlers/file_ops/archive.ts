@@ -15,11 +15,6 @@ import { isDeniedEntry } from "./list.ts";
 
 /**
  * Stream the archive; entries denied by `paths.deny` are left out, links are stored as links.
- *
- * @example
- * ```ts ignore
- * files_archive: archive,
- * ```
  */
 export async function archive(c: Context<ServerEnv>): Promise<Response> {
   const state = c.var.state;

@@ -15,11 +15,6 @@ import { queryBool } from "../../request.ts";
 
 /**
  * Refuse to remove (or move away) an allowed tree itself or one of its ancestors.
- *
- * @example
- * ```ts ignore
- * assertNotAllowedRoot(state, g, "source");
- * ```
  */
 export async function assertNotAllowedRoot(
   state: ServerState,
@@ -36,11 +31,6 @@ export async function assertNotAllowedRoot(
 
 /**
  * Refuse with `symlink_denied` when the entry at `g.path` is no longer the one checked.
- *
- * @example
- * ```ts ignore
- * await assertUnchanged(g, "path");
- * ```
  */
 export async function assertUnchanged(g: GuardedPath, param: string): Promise<void> {
   const now = await Deno.lstat(g.path).catch(() => null);
@@ -53,11 +43,6 @@ export async function assertUnchanged(g: GuardedPath, param: string): Promise<vo
 
 /**
  * Delete a file, a link (never its target) or a directory.
- *
- * @example
- * ```ts ignore
- * files_delete: deletePath,
- * ```
  */
 export async function deletePath(c: Context<ServerEnv>): Promise<Response> {
   const state = c.var.state;

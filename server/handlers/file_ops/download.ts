@@ -20,11 +20,6 @@ function contentDisposition(name: string): string {
 
 /**
  * Serve one file: 200 whole, 206 for a satisfiable range, 416 for one past the end.
- *
- * @example
- * ```ts ignore
- * files_download: (c) => download(c, false),
- * ```
  */
 export async function download(c: Context<ServerEnv>, attachment: boolean): Promise<Response> {
   const g = resolveGuardedPath(c.var.state, c.req.query("path"), "read");

@@ -43,11 +43,6 @@ function allWithFileErrors<Id extends FileOpsId>(
 
 /**
  * The file_ops group's handlers.
- *
- * @example
- * ```ts ignore
- * export const HANDLERS: HandlerMap = { ...coreHandlers, ...fileOpsHandlers };
- * ```
  */
 export const fileOpsHandlers: GroupHandlers<FileOpsId> = allWithFileErrors<FileOpsId>({
   files_list: listDirectory,

@@ -26,11 +26,6 @@ export function isDeniedEntry(state: ServerState, shown: string, real: string): 
 
 /**
  * `GET /files/list?path=&depth=`.
- *
- * @example
- * ```ts ignore
- * files_list: listDirectory,
- * ```
  */
 export async function listDirectory(c: Context<ServerEnv>): Promise<Response> {
   const state = c.var.state;

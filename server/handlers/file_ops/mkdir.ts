@@ -21,11 +21,6 @@ const mkdirBody = z.strictObject({
 
 /**
  * Create a directory (and its parents, unless `parents` is false).
- *
- * @example
- * ```ts ignore
- * files_mkdir: makeDirectory,
- * ```
  */
 export async function makeDirectory(c: Context<ServerEnv>): Promise<Response> {
   const state = c.var.state;

@@ -26,11 +26,6 @@ const moveBody = z.strictObject({
 /**
  * Move or rename; the destination is the new full path. Without `overwrite`, a file is moved by
  * hard link and unlink, so an existing destination is never replaced, even by a race.
- *
- * @example
- * ```ts ignore
- * files_move: movePath,
- * ```
  */
 export async function movePath(c: Context<ServerEnv>): Promise<Response> {
   const state = c.var.state;

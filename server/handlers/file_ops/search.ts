@@ -28,11 +28,6 @@ const searchBody = z.strictObject({
 
 /**
  * Search a directory by name glob, by content, or both.
- *
- * @example
- * ```ts ignore
- * files_search: search,
- * ```
  */
 export async function search(c: Context<ServerEnv>): Promise<Response> {
   const state = c.var.state;

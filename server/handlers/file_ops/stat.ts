@@ -13,11 +13,6 @@ import type { ServerEnv } from "../../state.ts";
 
 /**
  * `GET /files/stat?path=`.
- *
- * @example
- * ```ts ignore
- * files_stat: statPath,
- * ```
  */
 export async function statPath(c: Context<ServerEnv>): Promise<Response> {
   const state = c.var.state;

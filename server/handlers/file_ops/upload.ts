@@ -55,11 +55,6 @@ function safeFileName(name: string): string {
 
 /**
  * Guard one destination and stream `body` into it.
- *
- * @example
- * ```ts ignore
- * const info = await saveFile(state, "/workspace/a.bin", req.body!, true);
- * ```
  */
 export async function saveFile(
   state: ServerState,
@@ -104,11 +99,6 @@ export async function saveFile(
 
 /**
  * The upload handler; `legacy` makes `path` default to the root directory.
- *
- * @example
- * ```ts ignore
- * files_upload: (c) => upload(c, false),
- * ```
  */
 export async function upload(c: Context<ServerEnv>, legacy: boolean): Promise<Response> {
   const state = c.var.state;

@@ -14,11 +14,6 @@ import { queryBool } from "../../request.ts";
 
 /**
  * Watch a directory or a file until the client goes away.
- *
- * @example
- * ```ts ignore
- * files_watch: watch,
- * ```
  */
 export function watch(c: Context<ServerEnv>): Response {
   const state = c.var.state;

@@ -19,11 +19,6 @@ import { shell, shellStream } from "./shell.ts";
 
 /**
  * The process group's handlers.
- *
- * @example
- * ```ts ignore
- * const handlers = { ...processHandlers };
- * ```
  */
 export const processHandlers: GroupHandlers<ProcessId> = {
   shell,

@@ -82,11 +82,6 @@ export function guardCommand(
 
 /**
  * A spawn request from a body, through every guard: command, then env, then cwd.
- *
- * @example
- * ```ts ignore
- * const req = await spawnRequest(c.var.state, body, 60);
- * ```
  */
 export async function spawnRequest(
   state: ServerState,

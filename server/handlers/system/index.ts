@@ -15,11 +15,6 @@ import { ports } from "./ports.ts";
 
 /**
  * The system group's handlers.
- *
- * @example
- * ```ts ignore
- * const handlers = { ...systemHandlers };
- * ```
  */
 export const systemHandlers: GroupHandlers<SystemId> = {
   system_info: info,

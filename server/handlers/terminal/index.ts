@@ -17,11 +17,6 @@ import { viewTerminal } from "./view.ts";
 
 /**
  * The terminal group's handlers.
- *
- * @example
- * ```ts ignore
- * export const HANDLERS: HandlerMap = { ...terminalHandlers };
- * ```
  */
 export const terminalHandlers: GroupHandlers<TerminalId> = {
   pty_create: ptyCreate,

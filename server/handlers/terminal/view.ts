@@ -44,11 +44,6 @@ export interface TerminalSessionView {
 
 /**
  * Describe a terminal; `ptyUrl` is the server's `ws://host:port`.
- *
- * @example
- * ```ts ignore
- * c.json(viewTerminal(terminal, c.var.state.addresses.ptyUrl));
- * ```
  */
 export function viewTerminal(t: Terminal, ptyUrl: string): TerminalSessionView {
   const exited = t.exit !== null;
