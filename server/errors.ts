@@ -168,9 +168,6 @@ function openAiType(status: number): string {
   return "server_error";
 }
 
-/** Codes that are refusals by policy or guard: these carry `code` and `endpoint` in the body. */
-const UNCODED: ReadonlySet<ErrorCode> = new Set(["not_found", "internal"]);
-
 /**
  * The HTTP response for an error, flat or (under `/v1/`) in the OpenAI envelope.
  *
@@ -210,10 +207,10 @@ export function renderError(error: ApiError, path: string, endpoint?: string): R
     };
   } else {
     const flat: Record<string, unknown> = { error: error.message, type: error.name };
-    if (!UNCODED.has(error.code)) {
-      flat.code = error.code;
-      if (endpointId) flat.endpoint = endpointId;
-    }
+    // Every answer carries its machine code, so a client never has to guess from the status;
+    // `endpoint` is left out only when no route matched (an unknown path names no endpoint).
+    flat.code = error.code;
+    if (endpointId) flat.endpoint = endpointId;
     if (error.options.rule) flat.rule = error.options.rule;
     if (error.options.param) flat.param = error.options.param;
     if (error.options.scope) flat.scope = error.options.scope;

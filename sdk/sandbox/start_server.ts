@@ -1,6 +1,15 @@
 /**
- * `sandbox.startServer()`: start another in-sandbox server (another port, another policy, named
- * commands of its own) as a background command, and wait until it answers `/health`.
+ * `sandbox.startServer()`: start the server program in the sandbox as a background command and
+ * wait until it answers `/health`.
+ *
+ * Port 9000 is the sandbox's own server: the data plane every other call goes through, started
+ * with the sandbox. So it is never started twice there:
+ * - with no options that change the server (`policy`, `commands`, `token`, `env`, `command`),
+ *   the server on 9000 already is the one asked for: `startServer()` waits until it answers and
+ *   returns its client (`sandbox.server`);
+ * - with such options and no `port`, the new server gets the first free pair of ports from 9100
+ *   (HTTP and PTY: `port`, `port + 1`), read from the sandbox's listening sockets;
+ * - with such options and `port: 9000`, it is a `ValidationError` naming `port`.
  *
  * @module
  */
@@ -8,6 +17,8 @@
 import type { ServerClient } from "../client/server_client.ts";
 import {
   ConnectionError,
+  EndpointNotAvailableError,
+  PolicyDeniedError,
   ProviderFeatureNotSupportedError,
   ValidationError,
 } from "../errors/mod.ts";
@@ -17,7 +28,10 @@ const START_OPTIONS = ["port", "commands", "policy", "token", "env", "command", 
 
 /** Options of `sandbox.startServer`. */
 export interface StartServerOptions {
-  /** HTTP port inside the sandbox (default 9000); its PTY port is the next one. */
+  /**
+   * HTTP port inside the sandbox; its PTY port is the next one. Default: 9000, the sandbox's own
+   * server, when nothing else is asked; else the first free pair from 9100.
+   */
   port?: number;
   /** A named-commands file (`.ts`) inside the sandbox. */
   commands?: string;
@@ -67,26 +81,68 @@ function policyWithToken(policy: StartServerOptions["policy"], token: string) {
   return file;
 }
 
-/** Start a server in the sandbox; see {@linkcode StartServerOptions}. */
+const OWN_PORT = 9000;
+const FIRST_EXTRA_PORT = 9100;
+// Options that make a server other than the sandbox's own.
+const SHAPING = ["policy", "commands", "token", "env", "command"] as const;
+
+/**
+ * The first `port` from 9100 (even steps) where neither `port` nor `port + 1` is listening in the
+ * sandbox. Without the system group (a policy may switch it off) it is 9100, and a taken port
+ * shows as the new server's own start error.
+ */
+async function freePortPair(server: ServerClient): Promise<number> {
+  let busy = new Set<number>();
+  try {
+    busy = new Set((await server.system.ports()).map((p) => p.port));
+  } catch (e) {
+    if (!(e instanceof EndpointNotAvailableError || e instanceof PolicyDeniedError)) throw e;
+  }
+  let port = FIRST_EXTRA_PORT;
+  while (busy.has(port) || busy.has(port + 1)) port += 2;
+  if (port > 65534) throw new ConnectionError("No free pair of ports from 9100 in the sandbox");
+  return port;
+}
+
+/** Wait until `client` answers `/health`, or throw `ConnectionError` after `timeout` seconds. */
+async function awaitHealth(client: ServerClient, port: number, timeout: number): Promise<void> {
+  const deadline = Date.now() + timeout * 1000;
+  while (!(await client.health({ timeout: 2 }))) {
+    if (Date.now() >= deadline) {
+      throw new ConnectionError(`The server on port ${port} did not answer within ${timeout} s`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Start a server in the sandbox; see {@linkcode StartServerOptions} and the module's notes. */
 export async function startServer(
   host: ServerHost,
   options: StartServerOptions,
 ): Promise<ServerClient> {
   checkOptions("startServer", options, START_OPTIONS);
-  const port = options.port ?? 9000;
   const timeout = timeoutSeconds("timeout", options.timeout ?? 30);
-  if (!Number.isInteger(port) || port < 1 || port > 65534) {
-    throw new ValidationError(`port must be an integer from 1 to 65534, got ${port}`);
+  if (
+    options.port !== undefined &&
+    (!Number.isInteger(options.port) || options.port < 1 || options.port > 65534)
+  ) {
+    throw new ValidationError(`port must be an integer from 1 to 65534, got ${options.port}`);
   }
-  const custom = options.policy ?? options.commands ?? options.command ?? options.token;
-  if (port === 9000 && custom === undefined && (await host.server.health())) {
-    return host.server; // the sandbox's own server already runs there
+  const shaping = SHAPING.filter((key) => options[key] !== undefined);
+  if (shaping.length === 0 && (options.port ?? OWN_PORT) === OWN_PORT) {
+    // The server asked for is the sandbox's own, started with it: wait for it, start nothing.
+    if (options.wait !== false) await awaitHealth(host.server, OWN_PORT, timeout);
+    return host.server;
   }
-  if (port === 9000) {
-    throw new ValidationError("Port 9000 is the sandbox's own server", {
-      suggestion: "Start another server on another port: startServer({ port: 9100, ... }).",
-    });
+  if (options.port === OWN_PORT) {
+    throw new ValidationError(
+      `port 9000 is the sandbox's own server; a server with ${shaping.join(", ")} needs another`,
+      {
+        suggestion: "Leave `port` out to get the first free port from 9100, or pass another port.",
+      },
+    );
   }
+  const port = options.port ?? await freePortPair(host.server);
   const token = options.token ?? newToken();
   let argv: string | string[];
   if (options.command !== undefined) {

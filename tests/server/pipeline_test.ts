@@ -5,11 +5,31 @@ import { startTestServer } from "../helpers/server.ts";
 
 const COMMANDS = fileURLToPath(new URL("./fixtures/commands.ts", import.meta.url));
 
-Deno.test("an unmatched route is 404 with 'Not found: <path>'", async () => {
+Deno.test("an unmatched route is 404 with 'Not found: <path>', code not_found and no endpoint", async () => {
   await using server = await startTestServer();
   const res = await server.fetch("/no/such/route");
   assert.equal(res.status, 404);
-  assert.deepEqual(await res.json(), { error: "Not found: /no/such/route", type: "NotFoundError" });
+  assert.deepEqual(await res.json(), {
+    error: "Not found: /no/such/route",
+    type: "NotFoundError",
+    code: "not_found",
+  });
+  // A known path with another method matches no route either.
+  const wrongMethod = await server.fetch("/health", { method: "DELETE" });
+  assert.equal(wrongMethod.status, 404);
+  assert.deepEqual(await wrongMethod.json(), {
+    error: "Not found: /health",
+    type: "NotFoundError",
+    code: "not_found",
+  });
+  // Unmatched on the PTY port too.
+  const pty = await fetch(`${server.ptyUrl.replace("ws:", "http:")}/nope`);
+  assert.equal(pty.status, 404);
+  assert.deepEqual(await pty.json(), {
+    error: "Not found: /nope",
+    type: "NotFoundError",
+    code: "not_found",
+  });
   const v1 = await server.fetch("/v1/no/such");
   assert.equal(v1.status, 404);
   const body = await v1.json();

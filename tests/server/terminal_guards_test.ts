@@ -169,6 +169,8 @@ Deno.test("terminals belong to their identity; scopes are required, on both port
       assert.deepEqual(await res.json(), {
         error: `No terminal ${id}`,
         type: "NotFoundError",
+        code: "not_found",
+        endpoint: method === "GET" ? "pty_get" : "pty_delete",
         param: "id",
       });
     }
