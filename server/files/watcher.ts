@@ -164,18 +164,17 @@ export class WatcherRegistry implements Service {
     const hidden = (p: string) => options.hide(toShown(p), p);
     let timer: ReturnType<typeof setInterval> | undefined;
     let closed = false;
-    let source: ChangeSource;
     let pending: ((change: TreeChange) => void) | undefined;
+    const tree = options.recursive ? await treeSource(options, hidden, (c) => pending?.(c)) : null;
+    const source = tree ?? watchFsSource(options.real, options.recursive, inside, hidden);
     const close = () => {
       if (closed) return;
       closed = true;
       this.#open.delete(close);
       clearInterval(timer);
       options.signal?.removeEventListener("abort", close);
-      source?.close();
+      source.close();
     };
-    const tree = options.recursive ? await treeSource(options, hidden, (c) => pending?.(c)) : null;
-    source = tree ?? watchFsSource(options.real, options.recursive, inside, hidden);
     this.#open.add(close);
     options.signal?.addEventListener("abort", close);
     if (options.signal?.aborted) close();
