@@ -120,3 +120,25 @@ Deno.test("connections: a request still running is never cut by the head timeout
     assert.equal((await res.json()).stdout, "done\n");
   });
 });
+
+Deno.test("connections: a download the client pauses past the head timeout is not cut", async () => {
+  await withServer(async (server, port) => {
+    const size = 64 * 1024 * 1024;
+    {
+      using file = await Deno.open(`${server.root}/w/big.bin`, { write: true, create: true });
+      await file.truncate(size);
+    }
+    const res = await server.fetch("/files?path=w/big.bin");
+    assert.equal(res.status, 200);
+    const reader = res.body!.getReader();
+    let got = (await reader.read()).value!.byteLength;
+    // Paused until an idle socket opened after it has been closed by the server.
+    await closedByServer(await Deno.connect({ hostname: "127.0.0.1", port }));
+    while (true) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      got += value.byteLength;
+    }
+    assert.equal(got, size);
+  });
+});
