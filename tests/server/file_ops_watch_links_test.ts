@@ -43,6 +43,7 @@ async function layout(): Promise<string> {
   for (let i = 0; i < 40; i++) await Deno.mkdir(`${ws}/tree/d${i}/e`, { recursive: true });
   await Deno.mkdir(`${base}/outside/deep`, { recursive: true });
   await Deno.symlink("/", `${ws}/slash`);
+  await Deno.symlink("/usr", `${ws}/tree/usr`); // a big tree that walks without errors
   await Deno.symlink("../../outside", `${ws}/tree/d0/out`);
   return base;
 }
