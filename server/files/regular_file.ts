@@ -5,9 +5,9 @@
  *   (for ever, holding one of Deno's blocking threads: a few hundred such downloads starve
  *   every other file operation), and a device like `/dev/zero` or `/dev/urandom` never ends.
  *   The guard's stat says what the path is; a FIFO swapped in after it is still caught: an open
- *   still pending after {@linkcode FIFO_RESCUE_MS} is released by opening the path for writing
- *   without blocking (which lets a reader of a FIFO through and changes nothing in a regular
- *   file: no truncation, no byte written), and the opened file's own stat decides.
+ *   still pending after {@linkcode FIFO_RESCUE_MS} is released by opening that FIFO for writing
+ *   without blocking (which lets its reader through; nothing else is ever opened so), and the
+ *   opened file's own stat decides.
  * - Not a regular file with more than one name (`st_nlink > 1`). A hard link is the file
  *   itself, not a pointer to it: from inside the allowed tree nothing tells a second name of
  *   `/etc/shadow` (or of a file under `paths.deny`) from any other file, and finding the other
@@ -100,12 +100,30 @@ export function assertReadableFile(st: ReadableKind, shown: string, param = "pat
   }
 }
 
-/** Open the path for writing without blocking and close it again: a FIFO's reader gets in. */
+/**
+ * If `path` is a FIFO, open it for writing without blocking and close it again: the pending
+ * reader gets in. Only a FIFO is opened so: the inode is pinned (`O_PATH`), its type checked, and
+ * that very inode reopened through `/proc/self/fd`, so no device (some act on being opened) is
+ * ever opened for writing, whatever is swapped in meanwhile.
+ */
 function releasePendingFifo(path: string): void {
   const lib = loadLibc();
   if (!lib) return;
-  const fd = lib.open(cString(path), C.O_WRONLY | O_NONBLOCK | C.O_CLOEXEC, 0);
-  if (fd >= 0) lib.close(fd);
+  const pinned = lib.open(cString(path), C.O_PATH | C.O_CLOEXEC, 0);
+  if (pinned < 0) return;
+  try {
+    const buf = new Uint8Array(256);
+    if (lib.statx(pinned, cString(""), C.AT_EMPTY_PATH, C.STATX_BASIC_STATS, buf) !== 0) return;
+    if ((new DataView(buf.buffer).getUint16(28, true) & 0o170000) !== 0o010000) return;
+    const fd = lib.open(
+      cString(`/proc/self/fd/${pinned}`),
+      C.O_WRONLY | O_NONBLOCK | C.O_CLOEXEC,
+      0,
+    );
+    if (fd >= 0) lib.close(fd);
+  } finally {
+    lib.close(pinned);
+  }
 }
 
 /**
