@@ -16,8 +16,10 @@
  * flowing or queued) or upgraded to a WebSocket is never touched. The scan runs on the JavaScript thread, which is also the one `Deno.serve`
  * accepts and closes connections on, so a descriptor cannot change hands in the middle of it.
  *
- * At start the soft descriptor limit is raised to the hard one, so a burst of connections
- * between two scans has room.
+ * At start the soft descriptor limit is raised towards the hard one, so a burst of connections
+ * between two scans has room, and the cap is lowered to half of it if it was higher. Should
+ * `Deno.serve`'s accept loop still fail (`serve.ts` listens again), every idle connection is
+ * shut down at once.
  *
  * Linux only (elsewhere, and without FFI permission, the guard does nothing and says so).
  *
@@ -161,7 +163,9 @@ interface Connection {
  * ```
  */
 export class ConnectionGuard {
+  /** See {@linkcode ConnectionGuardOptions.headTimeoutMs}. */
   readonly headTimeoutMs: number;
+  /** The cap in force: the one asked, or half the descriptor limit when that is lower. */
   readonly maxConnections: number;
   readonly #lib: Sockets | null;
   readonly #ports = new Set<number>();
@@ -185,7 +189,13 @@ export class ConnectionGuard {
       }
     }
     this.#lib = load();
-    if (this.#lib) raiseDescriptorLimit(this.#lib);
+    if (this.#lib) {
+      // The cap must bite before descriptors run out: at most half of them for connections.
+      const limit = raiseDescriptorLimit(this.#lib);
+      if (limit !== null) {
+        this.maxConnections = Math.max(1, Math.min(this.maxConnections, limit / 2));
+      }
+    }
   }
 
   /** Whether connections are really looked after here (Linux, FFI allowed). */
@@ -305,8 +315,11 @@ export class ConnectionGuard {
     return new DataView(info.buffer).getUint32(LAST_DATA_SENT_OFFSET, true);
   }
 
-  /** Look at every connection now; returns how many were shut down. */
-  scan(): number {
+  /**
+   * Look at every connection now; returns how many were shut down. With `everyIdle` (the
+   * descriptors ran out), every idle connection goes, whatever its age.
+   */
+  scan(everyIdle = false): number {
     if (!this.#lib || this.#ports.size === 0) return 0;
     const now = Date.now();
     const open: { fd: number; key: string; c: Connection }[] = [];
@@ -332,7 +345,7 @@ export class ConnectionGuard {
     let over = open.length - this.maxConnections;
     let shut = 0;
     for (const o of idle) {
-      const expired = o.quiet >= this.headTimeoutMs;
+      const expired = everyIdle || o.quiet >= this.headTimeoutMs;
       if (!expired && over <= 0) break;
       // Asked again right before: the descriptor must still be that connection.
       if (this.#peerOf(o.fd) !== o.key) continue;
@@ -361,12 +374,15 @@ export const DESCRIPTOR_LIMIT = 65_536n;
  * up to {@linkcode DESCRIPTOR_LIMIT}: far above the connection cap, not so high that programs
  * the server starts, which inherit it, slow down closing every possible descriptor.
  */
-function raiseDescriptorLimit(lib: Sockets): void {
+function raiseDescriptorLimit(lib: Sockets): number | null {
   const lim = new BigUint64Array(2);
   const bytes = new Uint8Array(lim.buffer);
-  if (lib.getrlimit(RLIMIT_NOFILE, bytes) !== 0) return;
+  if (lib.getrlimit(RLIMIT_NOFILE, bytes) !== 0) return null;
   const target = lim[1] < DESCRIPTOR_LIMIT ? lim[1] : DESCRIPTOR_LIMIT;
-  if (lim[0] >= target) return;
-  lim[0] = target;
-  lib.setrlimit(RLIMIT_NOFILE, bytes);
+  if (lim[0] < target) {
+    const soft = lim[0];
+    lim[0] = target;
+    if (lib.setrlimit(RLIMIT_NOFILE, bytes) !== 0) lim[0] = soft;
+  }
+  return Number(lim[0]);
 }

@@ -220,7 +220,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
     maxConnections: options.maxConnections ??
       positiveInteger("SANDBAR_MAX_CONNECTIONS", env.SANDBAR_MAX_CONNECTIONS),
   });
-  const shed = () => guard.scan();
+  const shed = () => guard.scan(true);
   const httpHandler = guard.track(apps.http.fetch as Deno.ServeHandler<Deno.NetAddr>);
   const ptyHandler = guard.track(apps.pty.fetch as Deno.ServeHandler<Deno.NetAddr>);
   const http = await Listener.open(host, options.port ?? 9000, abort.signal, httpHandler, shed);

@@ -142,3 +142,63 @@ Deno.test("connections: a download the client pauses past the head timeout is no
     assert.equal(got, size);
   });
 });
+
+Deno.test("connections: a server out of descriptors sheds idle ones and listens again", async () => {
+  // A hard limit of 256 descriptors (bash's `ulimit -n` sets both), and more idle connections
+  // than that: Deno.serve's accept loop fails with EMFILE, which used to leave the server deaf.
+  const root = await Deno.makeTempDir({ prefix: "sandbar-test-emfile-" });
+  const main = new URL("../../server/main.ts", import.meta.url).pathname;
+  const child = new Deno.Command("bash", {
+    args: [
+      "-c",
+      `ulimit -n 256 && exec "$0" run -A "$1" --no-narrow --port 0 --pty-port 0 --root "$2"`,
+      Deno.execPath(),
+      main,
+      root,
+    ],
+    env: { SVC_SERVER_TOKEN: "emfile-token-0123456789abcdef" },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const conns: Deno.Conn[] = [];
+  try {
+    const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    let out = "";
+    while (!out.includes("\n")) {
+      const { value, done } = await lines.read();
+      assert.ok(!done, "the server did not start");
+      out += value;
+    }
+    lines.releaseLock();
+    const url: string = JSON.parse(out.slice(0, out.indexOf("\n"))).url;
+    const port = Number(new URL(url).port);
+    for (let i = 0; i < 400; i++) {
+      try {
+        conns.push(await Deno.connect({ hostname: "127.0.0.1", port }));
+      } catch {
+        break; // refused: the listener is down at this moment
+      }
+    }
+    assert.ok(conns.length > 200, `only ${conns.length} connections opened`);
+    // The server comes back: /health answers again within the deadline.
+    const deadline = Date.now() + CLOSE_DEADLINE_MS;
+    let status = 0;
+    while (status !== 200) {
+      assert.ok(Date.now() < deadline, "the server stayed deaf after running out of descriptors");
+      status = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) })
+        .then(async (r) => (await r.body?.cancel(), r.status), () => 0);
+      if (status !== 200) await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    for (const c of conns) {
+      try {
+        c.close();
+      } catch { /* closed by the server */ }
+    }
+    child.kill("SIGTERM");
+    await child.status;
+    await child.stdout.cancel().catch(() => {});
+    await child.stderr.cancel();
+    await Deno.remove(root, { recursive: true });
+  }
+});
