@@ -9,6 +9,7 @@ import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { buildApps } from "./app.ts";
 import { CommandRegistry } from "./commands/registry.ts";
+import { ConnectionGuard } from "./connection_guard.ts";
 import { HANDLERS } from "./handlers/mod.ts";
 import { type AuditSink, jsonLinesSink } from "./pipeline/audit.ts";
 import { compilePolicy } from "./policy/compile.ts";
@@ -42,6 +43,17 @@ export interface StartServerOptions {
   audit?: AuditSink;
   /** The server's private directory for temp files; default a new temp directory. */
   stateDir?: string;
+  /**
+   * How long a connection may go without a request running (from when it opens, or from the
+   * end of its last answer, to the end of the next request's head) before it is closed;
+   * default `SANDBAR_HEAD_TIMEOUT_MS`, else 30 000.
+   */
+  headTimeoutMs?: number;
+  /**
+   * Most connections (HTTP and PTY together) kept open; idle ones over it are closed at once;
+   * default `SANDBAR_MAX_CONNECTIONS`, else 1024.
+   */
+  maxConnections?: number;
 }
 
 /** A running server. */
@@ -86,6 +98,82 @@ function listen(
   const ready = Promise.withResolvers<void>();
   const server = Deno.serve({ hostname, port, signal, onListen: () => ready.resolve() }, handler);
   return ready.promise.then(() => server);
+}
+
+/** How long to wait before listening again after the accept loop failed. */
+const RELISTEN_AFTER_MS = 250;
+
+/**
+ * A listener that comes back: `Deno.serve`'s accept loop ends for good on an error such as
+ * `EMFILE` (no descriptor left); the port is then listened on again, once the connection guard
+ * has shed idle connections, instead of the server going deaf.
+ */
+class Listener {
+  #server: Deno.HttpServer<Deno.NetAddr>;
+  readonly #restart: () => Promise<Deno.HttpServer<Deno.NetAddr>>;
+  readonly #signal: AbortSignal;
+  readonly #onFailure: () => void;
+
+  private constructor(
+    server: Deno.HttpServer<Deno.NetAddr>,
+    restart: () => Promise<Deno.HttpServer<Deno.NetAddr>>,
+    signal: AbortSignal,
+    onFailure: () => void,
+  ) {
+    this.#server = server;
+    this.#restart = restart;
+    this.#signal = signal;
+    this.#onFailure = onFailure;
+    this.#watch();
+  }
+
+  static async open(
+    hostname: string,
+    port: number,
+    signal: AbortSignal,
+    handler: Deno.ServeHandler<Deno.NetAddr>,
+    onFailure: () => void,
+  ): Promise<Listener> {
+    const server = await listen(hostname, port, signal, handler);
+    const bound = server.addr.port;
+    return new Listener(server, () => listen(hostname, bound, signal, handler), signal, onFailure);
+  }
+
+  get addr(): Deno.NetAddr {
+    return this.#server.addr;
+  }
+
+  #watch(): void {
+    this.#server.finished.catch(async (e) => {
+      while (!this.#signal.aborted) {
+        console.error(`sandbar: listener on port ${this.addr.port} failed (${e}); listening again`);
+        this.#onFailure();
+        await new Promise((r) => setTimeout(r, RELISTEN_AFTER_MS));
+        if (this.#signal.aborted) return;
+        try {
+          this.#server = await this.#restart();
+          this.#watch();
+          return;
+        } catch (again) {
+          e = again;
+        }
+      }
+    });
+  }
+
+  /** Settles when the current listener has stopped. */
+  finished(): Promise<void> {
+    return this.#server.finished.catch(() => {});
+  }
+}
+
+function positiveInteger(name: string, raw: string | undefined): number | undefined {
+  if (raw === undefined || raw === "") return undefined;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n <= 0) {
+    throw new Error(`${name} must be a positive integer, not ${JSON.stringify(raw)}`);
+  }
+  return n;
 }
 
 async function loadCommands(registry: CommandRegistry, file: string): Promise<void> {
@@ -136,8 +224,19 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
   const apps = buildApps(state, handlers, options.audit ?? jsonLinesSink(Deno.stderr));
   const host = options.host ?? "127.0.0.1";
   const abort = new AbortController();
-  const http = await listen(host, options.port ?? 9000, abort.signal, apps.http.fetch);
-  const pty = await listen(host, options.ptyPort ?? 9001, abort.signal, apps.pty.fetch);
+  const guard = new ConnectionGuard({
+    headTimeoutMs: options.headTimeoutMs ??
+      positiveInteger("SANDBAR_HEAD_TIMEOUT_MS", env.SANDBAR_HEAD_TIMEOUT_MS),
+    maxConnections: options.maxConnections ??
+      positiveInteger("SANDBAR_MAX_CONNECTIONS", env.SANDBAR_MAX_CONNECTIONS),
+  });
+  const shed = () => guard.scan(true);
+  const httpHandler = guard.track(apps.http.fetch as Deno.ServeHandler<Deno.NetAddr>);
+  const ptyHandler = guard.track(apps.pty.fetch as Deno.ServeHandler<Deno.NetAddr>);
+  const http = await Listener.open(host, options.port ?? 9000, abort.signal, httpHandler, shed);
+  const pty = await Listener.open(host, options.ptyPort ?? 9001, abort.signal, ptyHandler, shed);
+  guard.watchPort(http.addr.port);
+  guard.watchPort(pty.addr.port);
   const hostPart = host.includes(":") ? `[${host}]` : host;
   state.addresses = {
     url: `http://${hostPart}:${http.addr.port}`,
@@ -152,9 +251,10 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
     state,
     close: () =>
       closing ??= (async () => {
+        guard.close();
         await state.close();
         abort.abort();
-        await Promise.allSettled([http.finished, pty.finished]);
+        await Promise.allSettled([http.finished(), pty.finished()]);
         if (!options.stateDir) await Deno.remove(stateDir, { recursive: true }).catch(() => {});
       })(),
   };

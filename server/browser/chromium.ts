@@ -50,7 +50,7 @@ const SERVER_FLAGS: readonly string[] = [
   "--use-mock-keychain",
   "--mute-audio",
   "--hide-scrollbars",
-  // WebRTC may not send UDP around the proxy.
+  // WebRTC may not send UDP around the proxy (asked here; enforced by the seccomp filter).
   "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
   // Each context gets its own guard proxy; this one, for anything without, leads nowhere.
   "--proxy-server=socks5://127.0.0.1:9",
@@ -99,6 +99,45 @@ export function chromiumEnv(dir: string): Record<string, string> {
   return env;
 }
 
+/** The launcher that puts Chromium under the TCP-only seccomp filter (Linux). */
+const EXEC_TCP_ONLY = new URL("./exec_tcp_only.ts", import.meta.url).href;
+
+/**
+ * The program and arguments that start Chromium with no UDP at all (see `seccomp_filter.ts`):
+ * on Linux, this Deno running `exec_tcp_only.ts`, which installs the filter and becomes
+ * Chromium; elsewhere Chromium itself, with only its own flags to keep WebRTC off UDP.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { tcpOnlyLaunch } from "./chromium.ts";
+ * const { program, args } = tcpOnlyLaunch("/usr/lib/chromium/chromium", ["--headless"]);
+ * if (Deno.build.os === "linux") {
+ *   assert.equal(program, Deno.execPath());
+ *   assert.deepEqual(args.slice(-2), ["/usr/lib/chromium/chromium", "--headless"]);
+ * }
+ * ```
+ */
+export function tcpOnlyLaunch(
+  chromium: string,
+  flags: string[],
+): { program: string; args: string[] } {
+  if (Deno.build.os !== "linux") return { program: chromium, args: flags };
+  return {
+    program: Deno.execPath(),
+    args: [
+      "run",
+      "--allow-ffi",
+      "--no-config",
+      "--no-lock",
+      "--quiet",
+      EXEC_TCP_ONLY,
+      chromium,
+      ...flags,
+    ],
+  };
+}
+
 /** A launched Chromium with the directory that holds its profile. */
 export interface LaunchedChromium {
   /** The puppeteer handle. */
@@ -120,9 +159,10 @@ export async function launchChromium(
   try {
     // Loaded on first launch: a server with the browser group off never pays for puppeteer.
     const { default: puppeteer } = await import("puppeteer-core");
+    const { program, args } = tcpOnlyLaunch(executablePath, chromiumFlags(join(dir, "profile")));
     const browser = await puppeteer.launch({
-      executablePath,
-      args: chromiumFlags(join(dir, "profile")),
+      executablePath: program,
+      args,
       ignoreDefaultArgs: true,
       pipe: true,
       env: chromiumEnv(dir),

@@ -21,6 +21,7 @@ import { basename, dirname, join } from "node:path";
 import { ApiError } from "../errors.ts";
 import { collectYoungGarbage } from "./memory.ts";
 import { type EntryStat, entryStatOf, LibcCallError, PinnedDirectory } from "./pinned_dir.ts";
+import { kindName } from "./regular_file.ts";
 
 /** Options of {@linkcode writeAtomically}. */
 export interface AtomicWriteOptions {
@@ -100,6 +101,14 @@ export async function writeAtomically(
   try {
     if (existing?.isDirectory) {
       throw new ApiError("conflict", `${target} is a directory`, { param });
+    }
+    if (existing && !existing.isFile && !existing.isSymlink) {
+      // A FIFO, a device or a socket is not replaced by a file behind its user's back.
+      throw new ApiError(
+        "conflict",
+        `${target} is ${kindName(existing.mode)}, not a regular file`,
+        { param },
+      );
     }
     if (existing && !options.overwrite) {
       throw new ApiError("file_exists", `${target} exists and overwrite is false`, { param });

@@ -159,7 +159,13 @@ export async function moveEntry(
       param: "destination",
     });
   const from = pin(source, options.noSymlinks, "source");
-  const to = from ? pin(destination, options.noSymlinks, "destination") : null;
+  let to: PinnedDirectory | null = null;
+  try {
+    to = from ? pin(destination, options.noSymlinks, "destination") : null;
+  } catch (e) {
+    from?.close(); // A refused destination must not leak the source's descriptor.
+    throw e;
+  }
   if (!from || !to) {
     from?.close();
     if (!options.overwrite && !options.directory) {

@@ -36,6 +36,8 @@ export interface EntryStat {
   mode: number;
   /** Bytes. */
   size: number;
+  /** Names of the file (hard links). */
+  nlink: number;
   /** Last modification. */
   mtime: Date | null;
   /** What the entry itself is. */
@@ -58,6 +60,7 @@ export function entryStatOf(info: Deno.FileInfo): EntryStat {
     ino: info.ino ?? 0,
     mode: info.mode ?? 0,
     size: info.size,
+    nlink: info.nlink ?? 1,
     mtime: info.mtime,
     kind: info.isSymlink
       ? "symlink"
@@ -90,6 +93,7 @@ function parseStatx(buf: Uint8Array<ArrayBuffer>): EntryStat {
     ino: Number(v.getBigUint64(32, true)),
     mode,
     size: Number(v.getBigUint64(40, true)),
+    nlink: v.getUint32(16, true),
     mtime: new Date(sec * 1000 + Math.floor(nsec / 1e6)),
     kind: type === 0o100000
       ? "file"

@@ -181,6 +181,8 @@ export async function searchTree(
 
   async function scan(entry: WalkEntry, match: SearchMatch) {
     if (match.size > query.maxFileBytes) return;
+    // A file with several names may be one outside the tree (see `regular_file.ts`).
+    if (entry.stat.nlink > 1) return;
     const file = await openWalked(entry);
     if (!file) return;
     let bytes: Uint8Array | null;

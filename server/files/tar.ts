@@ -160,6 +160,8 @@ export async function* tarBytes(entries: AsyncIterable<TarEntry>): AsyncGenerato
   for await (const entry of entries) {
     const st = entry.stat;
     if (st.kind === "other") continue; // sockets, FIFOs, devices
+    // A file with several names may be one outside the tree (see `regular_file.ts`).
+    if (st.kind === "file" && st.nlink > 1) continue;
     if (st.kind === "symlink" && entry.linkTarget === null) continue;
     for (const block of headersFor(entry, entry.linkTarget ?? undefined)) yield block;
     if (st.kind === "file" && st.size > 0) {

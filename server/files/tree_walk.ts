@@ -13,6 +13,7 @@
 import { basename, dirname, join } from "node:path";
 import { ApiError } from "../errors.ts";
 import { type EntryStat, entryStatOf, PinnedDirectory } from "./pinned_dir.ts";
+import { openWithoutHanging } from "./regular_file.ts";
 
 /** One entry met by {@linkcode walkTree}. */
 export interface WalkEntry {
@@ -47,18 +48,23 @@ function swapped(): ApiError {
 }
 
 /**
- * Open a walked file for reading, or null when the path no longer leads to that file.
+ * Open a walked file for reading, or null when the path no longer leads to that file or the
+ * file has more than one name (a hard link, see `regular_file.ts`).
  */
 export async function openWalked(entry: WalkEntry): Promise<Deno.FsFile | null> {
   let file: Deno.FsFile;
   try {
-    file = await Deno.open(entry.path, { read: true });
+    file = await openWithoutHanging(entry.path);
   } catch {
     return null;
   }
   try {
     const st = await file.stat();
-    if (st.dev === entry.stat.dev && st.ino === entry.stat.ino && st.isFile) return file;
+    // A second name may be one of a file outside the tree (see `regular_file.ts`).
+    const oneName = (st.nlink ?? 1) <= 1;
+    if (st.dev === entry.stat.dev && st.ino === entry.stat.ino && st.isFile && oneName) {
+      return file;
+    }
   } catch { /* fall through */ }
   file.close();
   return null;

@@ -26,6 +26,39 @@ import type { CompiledPolicy } from "../../policy/compile.ts";
 /** Most names one map may carry. */
 export const MAX_ENV_ENTRIES = 1024;
 
+/**
+ * Most bytes of one `NAME=value` (its NUL included): Linux's `MAX_ARG_STRLEN`. A longer one
+ * makes every later `execve` fail with `E2BIG`, so it is refused where it comes in.
+ */
+export const MAX_ENV_VARIABLE_BYTES = 128 * 1024;
+
+/**
+ * Most bytes of a whole environment (every `NAME=value` and its NUL): half of the 2 MiB that
+ * `execve` allows for arguments and environment together under the default 8 MiB stack, the
+ * other half left for the command line.
+ */
+export const MAX_ENV_TOTAL_BYTES = 1024 * 1024;
+
+const utf8 = new TextEncoder();
+
+/**
+ * The bytes an environment takes in `execve` (`NAME=value` and a NUL each).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { environmentBytes } from "./index.ts";
+ * assert.equal(environmentBytes({ A: "1", B: "é" }), 4 + 5);
+ * ```
+ */
+export function environmentBytes(env: Record<string, string | null>): number {
+  let total = 0;
+  for (const [name, value] of Object.entries(env)) {
+    if (value !== null) total += name.length + 2 + utf8.encode(value).length;
+  }
+  return total;
+}
+
 /** A valid variable name. */
 export const ENV_NAME: RegExp = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -185,7 +218,19 @@ export function guardEnv(
       throw invalid(`Environment variable ${name} must be a string`, param);
     }
     if (value.includes("\0")) throw invalid(`Environment variable ${name} has a NUL byte`, param);
+    const bytes = environmentBytes({ [name]: value });
+    if (bytes > MAX_ENV_VARIABLE_BYTES) {
+      throw invalid(
+        `Environment variable ${name} takes ${bytes} bytes; the kernel's limit for one ` +
+          `NAME=value is ${MAX_ENV_VARIABLE_BYTES}`,
+        param,
+      );
+    }
     checked.push([name, value]);
+  }
+  const total = environmentBytes(Object.fromEntries(checked));
+  if (total > MAX_ENV_TOTAL_BYTES) {
+    throw invalid(`env takes ${total} bytes; at most ${MAX_ENV_TOTAL_BYTES} are allowed`, param);
   }
   for (const [name, value] of checked) {
     if (value === null) continue;

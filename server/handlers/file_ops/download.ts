@@ -11,6 +11,7 @@ import { ApiError } from "../../errors.ts";
 import { assertSameFile, resolveGuardedPath } from "../../guards/paths/resolve.ts";
 import { parseRange } from "../../files/range.ts";
 import { fileReadStream } from "../../files/read_stream.ts";
+import { assertReadableFile, openReadableFile } from "../../files/regular_file.ts";
 import type { ServerEnv } from "../../state.ts";
 
 function contentDisposition(name: string): string {
@@ -31,10 +32,9 @@ export async function download(c: Context<ServerEnv>, attachment: boolean): Prom
       param: "path",
     });
   }
-  const file = await Deno.open(g.path, { read: true });
-  let st: Deno.FileInfo;
+  assertReadableFile(g.stat!, g.requested);
+  const { file, stat: st } = await openReadableFile(g.path, g.requested);
   try {
-    st = await file.stat();
     assertSameFile(st, g.stat);
   } catch (e) {
     file.close();

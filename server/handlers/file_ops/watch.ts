@@ -15,7 +15,7 @@ import { queryBool } from "../../request.ts";
 /**
  * Watch a directory or a file until the client goes away.
  */
-export function watch(c: Context<ServerEnv>): Response {
+export async function watch(c: Context<ServerEnv>): Promise<Response> {
   const state = c.var.state;
   const recursive = queryBool(c, "recursive", true);
   const g = resolveGuardedPath(state, c.req.query("path"), "read");
@@ -23,12 +23,13 @@ export function watch(c: Context<ServerEnv>): Response {
     throw new ApiError("not_found", `${g.requested} does not exist`, { param: "path" });
   }
   const registry = state.service("file_watchers", () => new WatcherRegistry());
-  const stream = registry.open({
+  const stream = await registry.open({
     real: g.path,
     shown: g.requested,
     recursive,
     hide: (shown, real) => isDeniedEntry(state, shown, real),
     signal: c.req.raw.signal,
+    noSymlinks: state.policy.paths.symlinks !== "allow",
   });
   return new Response(stream, {
     headers: {

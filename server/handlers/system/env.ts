@@ -6,7 +6,12 @@
 
 import { z } from "zod";
 import { ApiError } from "../../errors.ts";
-import { envRules, guardEnv } from "../../guards/env/index.ts";
+import {
+  environmentBytes,
+  envRules,
+  guardEnv,
+  MAX_ENV_TOTAL_BYTES,
+} from "../../guards/env/index.ts";
 import { environmentStore } from "../../process/environment.ts";
 import type { EndpointHandler } from "../types.ts";
 import { readBody } from "../../request.ts";
@@ -25,6 +30,16 @@ export const setEnv: EndpointHandler = async (c) => {
   }
   const changes = guardEnv(envRules(c.var.state.policy), body.env, { allowNull: true });
   const store = environmentStore(c.var.state);
+  const after = { ...store.snapshot(), ...changes };
+  const total = environmentBytes(after);
+  if (total > MAX_ENV_TOTAL_BYTES) {
+    // Every later process start would fail with E2BIG.
+    throw new ApiError(
+      "env_invalid",
+      `The environment would take ${total} bytes; at most ${MAX_ENV_TOTAL_BYTES} are allowed`,
+      { param: "env" },
+    );
+  }
   store.apply(changes);
   return c.json({ env: store.snapshot() });
 };
