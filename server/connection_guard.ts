@@ -153,14 +153,6 @@ interface Connection {
 
 /**
  * The head timeout and connection cap of one server (its HTTP and PTY listeners).
- *
- * @example
- * ```ts ignore
- * const guard = new ConnectionGuard({ headTimeoutMs: 30_000, maxConnections: 1024 });
- * const server = Deno.serve({ port: 0 }, guard.track(handler));
- * guard.watchPort(server.addr.port);
- * guard.close();
- * ```
  */
 export class ConnectionGuard {
   /** See {@linkcode ConnectionGuardOptions.headTimeoutMs}. */

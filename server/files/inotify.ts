@@ -100,13 +100,6 @@ export class WatchError extends Error {
 /**
  * The server's inotify instance. Watches are counted per listener, so two watches of the same
  * directory share the kernel's watch, which is removed when the last one lets go.
- *
- * @example
- * ```ts ignore
- * const hub = InotifyHub.create();
- * const wd = hub!.add(listener, "/workspace/src");
- * hub!.release(listener, wd);
- * ```
  */
 export class InotifyHub implements Service {
   readonly #lib: Inotify;

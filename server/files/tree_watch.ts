@@ -41,14 +41,6 @@ const turn = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 
 /**
  * The watches of one tree.
- *
- * @example
- * ```ts ignore
- * const watch = new TreeWatch(hub, { root: "/workspace", hide: () => false, noSymlinks: true,
- *   onChange: (c) => console.log(c) });
- * await watch.start();
- * watch.close();
- * ```
  */
 export class TreeWatch implements InotifyListener {
   readonly #hub: InotifyHub;
