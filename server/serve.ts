@@ -7,6 +7,8 @@
 
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { agentsConfig, resolveDataDir } from "./agents/config.ts";
+import { AGENTS_SERVICE, AgentsService } from "./agents/service.ts";
 import { buildApps } from "./app.ts";
 import { CommandRegistry } from "./commands/registry.ts";
 import { HANDLERS } from "./handlers/mod.ts";
@@ -42,6 +44,12 @@ export interface StartServerOptions {
   audit?: AuditSink;
   /** The server's private directory for temp files; default a new temp directory. */
   stateDir?: string;
+  /**
+   * The agents group's data directory; default `SANDBAR_DATA_DIR`, else
+   * `$XDG_STATE_HOME/sandbar` (`~/.local/state/sandbar`). Opened at start when an agents
+   * endpoint is on; every file endpoint refuses it.
+   */
+  dataDir?: string;
 }
 
 /** A running server. */
@@ -121,8 +129,15 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
     defaultToken: token,
     configured: file !== undefined,
   });
+  const dataDir = resolveDataDir(options.dataDir, env);
+  policy.paths.refused = [dataDir];
   const stateDir = options.stateDir ?? await Deno.makeTempDir({ prefix: "sandbar-" });
   const state = new ServerState(policy, root, commands, stateDir);
+  if ([...policy.endpoints.values()].some((e) => e.spec.group === "agents" && e.enabled)) {
+    // Opened now, so that a store this version cannot read stops the server with the reason.
+    const agents = await AgentsService.open(agentsConfig(dataDir, env, file));
+    state.service(AGENTS_SERVICE, () => agents);
+  }
   const apps = buildApps(state, handlers, options.audit ?? jsonLinesSink(Deno.stderr));
   const host = options.host ?? "127.0.0.1";
   const abort = new AbortController();

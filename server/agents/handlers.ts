@@ -1,0 +1,15 @@
+/**
+ * The agents group's handlers by endpoint id, put together for `server/handlers/mod.ts`.
+ *
+ * @module
+ */
+
+import type { HandlerMap } from "../handlers/types.ts";
+import { agentsResourceHandlers } from "./resources/agents.ts";
+import { vaultsResourceHandlers } from "./resources/vaults.ts";
+
+/** Every implemented `/v1/` endpoint. */
+export const agentsHandlers: HandlerMap = {
+  ...agentsResourceHandlers,
+  ...vaultsResourceHandlers,
+};
