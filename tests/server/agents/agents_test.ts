@@ -79,29 +79,26 @@ Deno.test("agents: 404s, validation errors naming the field, bad cursors", async
       OpenAI.NotFoundError,
   );
 
-  // deno-lint-ignore no-explicit-any
   const unknownField = await rejection(() =>
-    client.beta.agents.create({ model: "m", modle: 1 } as any)
+    client.beta.agents.create({ model: "m", modle: 1 } as never)
   );
   assert.ok(unknownField instanceof OpenAI.BadRequestError);
   assert.equal(unknownField.param, "modle");
   assert.match(String((unknownField.error as { message: string }).message), /Unknown parameter/);
 
-  // deno-lint-ignore no-explicit-any
-  const noModel = await rejection(() => client.beta.agents.create({} as any));
+  const noModel = await rejection(() => client.beta.agents.create({} as never));
   assert.equal(noModel.param, "model");
   assert.equal(noModel.status, 400);
 
   const badTool = await rejection(() =>
     client.beta.agents.create({
       model: "m",
-      // deno-lint-ignore no-explicit-any
       tools: [
         {
           type: "mcp",
           server_label: "s",
           transport: { type: "http", server_url: "https://x", authorization: "secret" },
-        } as any,
+        } as never,
       ],
     })
   );
@@ -109,10 +106,7 @@ Deno.test("agents: 404s, validation errors naming the field, bad cursors", async
 
   const badLimit = await rejection(() => client.beta.agents.list({ limit: 101 }));
   assert.equal(badLimit.param, "limit");
-  const badOrder = await rejection(() =>
-    // deno-lint-ignore no-explicit-any
-    client.beta.agents.list({ order: "sideways" as any })
-  );
+  const badOrder = await rejection(() => client.beta.agents.list({ order: "sideways" as never }));
   assert.equal(badOrder.param, "order");
   const badAfter = await rejection(() => client.beta.agents.list({ after: "agent_unknown" }));
   assert.ok(badAfter instanceof OpenAI.BadRequestError);
