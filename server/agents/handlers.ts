@@ -6,10 +6,16 @@
 
 import type { HandlerMap } from "../handlers/types.ts";
 import { agentsResourceHandlers } from "./resources/agents.ts";
+import { filesResourceHandlers } from "./resources/files.ts";
+import { modelsResourceHandlers } from "./resources/models.ts";
+import { responsesResourceHandlers } from "./resources/responses.ts";
 import { vaultsResourceHandlers } from "./resources/vaults.ts";
 
 /** Every implemented `/v1/` endpoint. */
 export const agentsHandlers: HandlerMap = {
   ...agentsResourceHandlers,
   ...vaultsResourceHandlers,
+  ...modelsResourceHandlers,
+  ...responsesResourceHandlers,
+  ...filesResourceHandlers,
 };

@@ -28,16 +28,20 @@ async function sha256Hex(text: string): Promise<string> {
 
 /**
  * Run `create` once per idempotency key. `fingerprint` stands for the request body (its text,
- * or a digest of a streamed upload). `create` returns the status and JSON body to answer.
+ * or a digest of a streamed upload). `create` returns the status and JSON body to answer and
+ * keep, or a `Response` (a failure passed on) that is answered and not kept.
  */
 export async function idempotentCreate(
   c: Context<ServerEnv>,
   store: AgentStore,
   fingerprint: string,
-  create: () => Promise<{ status: number; body: unknown }>,
+  create: () => Promise<{ status: number; body: unknown } | Response>,
 ): Promise<Response> {
   const key = c.req.header("idempotency-key");
-  if (key === undefined) return json(await create());
+  if (key === undefined) {
+    const result = await create();
+    return result instanceof Response ? result : json(result);
+  }
   if (key.length === 0 || key.length > 255) {
     throw invalid("Idempotency-Key", "The Idempotency-Key header must be 1 to 255 characters.");
   }
@@ -59,6 +63,7 @@ export async function idempotentCreate(
     });
   }
   const result = await create();
+  if (result instanceof Response) return result;
   const text = JSON.stringify(result.body);
   store.keepIdempotent(
     identity,
