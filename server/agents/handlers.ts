@@ -6,6 +6,8 @@
 
 import type { HandlerMap } from "../handlers/types.ts";
 import { agentsResourceHandlers } from "./resources/agents.ts";
+import { environmentsResourceHandlers } from "./resources/environments.ts";
+import { templatesResourceHandlers } from "./resources/templates.ts";
 import { filesResourceHandlers } from "./resources/files.ts";
 import { modelsResourceHandlers } from "./resources/models.ts";
 import { responsesResourceHandlers } from "./resources/responses.ts";
@@ -18,4 +20,6 @@ export const agentsHandlers: HandlerMap = {
   ...modelsResourceHandlers,
   ...responsesResourceHandlers,
   ...filesResourceHandlers,
+  ...environmentsResourceHandlers,
+  ...templatesResourceHandlers,
 };

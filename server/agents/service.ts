@@ -9,6 +9,7 @@
 import type { ServerState, Service } from "../state.ts";
 import type { AgentsConfig } from "./config.ts";
 import { SecretBox } from "./crypto.ts";
+import { recoverEnvironments } from "./resources/environments.ts";
 import { AgentStore, StoreOpenError } from "./store.ts";
 
 /** The service's key in the server state. */
@@ -43,6 +44,7 @@ export class AgentsService implements Service {
     const store = AgentStore.open(config.dataDir);
     try {
       const box = await SecretBox.forStore(store, config.dataDir, config.secretKey);
+      recoverEnvironments(store);
       return new AgentsService(store, box, config);
     } catch (e) {
       store.close();

@@ -32,6 +32,8 @@ export interface ListFilter {
   metadata?: Record<string, string>;
   /** A top-level string field of the body must be one of these values. */
   field?: { name: string; values: string[] };
+  /** A top-level string field of the body must start with this prefix. */
+  prefix?: { name: string; value: string };
 }
 
 /** One page of a list. */
@@ -186,6 +188,15 @@ export class AgentStore {
       );
       args.push(...filter.field.values);
     }
+    if (filter.prefix) {
+      where.push(
+        `substr(json_extract(body, '$.${filter.prefix.name}'), 1, length(?)) = ?`,
+      );
+      args.push(filter.prefix.value, filter.prefix.value);
+    }
+    for (const name of [filter.field?.name, filter.prefix?.name]) {
+      if (name !== undefined && !/^[a-z_]+$/.test(name)) throw new Error(`bad field ${name}`);
+    }
     const sql = `SELECT id, seq, parent, body, sealed FROM objects WHERE ${where.join(" AND ")} ` +
       `ORDER BY seq ${order === "asc" ? "ASC" : "DESC"} LIMIT ?`;
     const rows = this.#stmt(sql).all(...args, limit + 1) as unknown as RawRow[];
@@ -241,8 +252,9 @@ export class AgentStore {
     ).run(identity, endpoint, key, bodyHash, status, response, now);
   }
 
-  /** Run `fn` in one transaction: all of its writes or none. */
+  /** Run `fn` in one transaction: all of its writes or none. Inside another, it joins it. */
   transaction<T>(fn: () => T): T {
+    if (this.#db.isTransaction) return fn();
     this.#db.exec("BEGIN IMMEDIATE");
     try {
       const result = fn();
@@ -252,6 +264,14 @@ export class AgentStore {
       this.#db.exec("ROLLBACK");
       throw e;
     }
+  }
+
+  /** Every object of a kind whose top-level `field` equals `value` (for recovery at start). */
+  byField(kind: string, field: string, value: string): StoredObject[] {
+    if (!/^[a-z_]+$/.test(field)) throw new Error(`bad field ${field}`);
+    return (this.#stmt(
+      `SELECT id, seq, parent, body, sealed FROM objects WHERE kind = ? AND json_extract(body, '$.${field}') = ?`,
+    ).all(kind, value) as unknown as RawRow[]).map(fromRow);
   }
 
   /** Close the database (the WAL is checkpointed). */

@@ -18,7 +18,21 @@ async function seed(server: Awaited<ReturnType<typeof startAgentsServer>>) {
   const keyed = await client.beta.agents.create({ model: "m" }, {
     headers: { "Idempotency-Key": "k-restart" },
   });
-  return { agent, vault, cred, keyed };
+  const template = await client.beta.agents.environments.templates.create({
+    name: "kept",
+    setup_commands: [{ command: "echo seeded > seeded.txt" }],
+  });
+  const environment = await client.beta.agents.environments.create({
+    environment: {
+      type: "openai_hosted",
+      files: [{ type: "inline", path: "/workspace/kept.txt", data: btoa("kept") }],
+    },
+  });
+  const file = await client.files.create({
+    file: new File(["kept bytes"], "kept.txt"),
+    purpose: "user_data",
+  });
+  return { agent, vault, cred, keyed, template, environment, file };
 }
 
 async function verify(
@@ -40,6 +54,21 @@ async function verify(
   });
   assert.deepEqual(again, seeded.keyed);
   assert.equal((await client.beta.agents.list()).data.length, 2);
+  assert.deepEqual(
+    await client.beta.agents.environments.templates.retrieve(seeded.template.id),
+    seeded.template,
+  );
+  assert.deepEqual(
+    await client.beta.agents.environments.retrieve(seeded.environment.id),
+    seeded.environment,
+  );
+  assert.deepEqual(await client.files.retrieve(seeded.file.id), seeded.file);
+  assert.equal(await (await client.files.content(seeded.file.id)).text(), "kept bytes");
+  // The template's sealed setup still opens and seeds a new environment.
+  const seededEnv = await client.beta.agents.environments.create({
+    environment: { type: "openai_hosted", environment_template_id: seeded.template.id },
+  });
+  assert.equal(seededEnv.status, "pending");
   // The sealed secret still opens with the key in the data directory: rotation reads it.
   await client.beta.agents.vaults.credentials.update(seeded.cred.id, {
     vault_id: seeded.vault.id,
@@ -49,12 +78,37 @@ async function verify(
 
 Deno.test("store: everything intact after SIGTERM and a restart on the same data directory", async () => {
   const dataDir = await Deno.makeTempDir({ prefix: "sandbar-test-data-" });
+  const root = await Deno.makeTempDir({ prefix: "sandbar-test-root-" });
   try {
-    const first = await startAgentsServer({ dataDir });
+    const first = await startAgentsServer({ dataDir, root });
     const seeded = await seed(first);
     await first.close(); // SIGTERM, through the launcher
-    await using second = await startAgentsServer({ dataDir });
+    await using second = await startAgentsServer({ dataDir, root });
     await verify(second, seeded);
+    const workspace = `${root}/agent-environments/${seeded.environment.id}`;
+    assert.equal(await Deno.readTextFile(`${workspace}/kept.txt`), "kept");
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("store: an environment whose setup a stop interrupted comes back failed, saying why", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "sandbar-test-data-" });
+  try {
+    const first = await startAgentsServer({ dataDir });
+    const env = await first.client.beta.agents.environments.create({
+      environment: { type: "openai_hosted", setup_commands: [{ command: "sleep 600" }] },
+    });
+    assert.equal(env.status, "pending");
+    await first.close();
+    await using second = await startAgentsServer({ dataDir });
+    const after = await second.client.beta.agents.environments.retrieve(env.id) as
+      & typeof env
+      & { error: { code: string; message: string } };
+    assert.equal(after.status, "failed");
+    assert.equal(after.error.code, "server_error");
+    assert.match(after.error.message, /server stopped while this environment was being set up/);
   } finally {
     await Deno.remove(dataDir, { recursive: true });
   }
