@@ -9,7 +9,16 @@
 import { fileURLToPath } from "node:url";
 
 /** The benchmarks, in the order they run. */
-export const BENCHES = ["pipeline", "files", "process", "pty", "browser", "sandbox", "engine"];
+export const BENCHES = [
+  "pipeline",
+  "files",
+  "process",
+  "pty",
+  "browser",
+  "sandbox",
+  "engine",
+  "agents_store",
+];
 
 /** Run the named benchmarks (all by default). */
 export async function main(names: string[] = Deno.args): Promise<number> {

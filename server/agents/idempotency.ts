@@ -80,6 +80,11 @@ export async function idempotentCreate(
 
 const JSON_HEADERS = { "content-type": "application/json" };
 
+/** A JSON answer whose text is already made. */
+export function jsonText(text: string): Response {
+  return new Response(text, { status: 200, headers: JSON_HEADERS });
+}
+
 /** A JSON answer. */
 export function json(result: { status: number; body: unknown }): Response {
   return new Response(JSON.stringify(result.body), {

@@ -168,6 +168,26 @@ export class AgentStore {
     afterSeq: number | undefined,
     filter: ListFilter = {},
   ): StoredPage {
+    const { sql, args } = this.#listQuery(
+      kind,
+      parent,
+      order,
+      afterSeq,
+      filter,
+      "id, seq, parent, body, sealed",
+    );
+    const rows = this.#stmt(sql).all(...args, limit + 1) as unknown as RawRow[];
+    return { rows: rows.slice(0, limit).map(fromRow), hasMore: rows.length > limit };
+  }
+
+  #listQuery(
+    kind: string,
+    parent: string,
+    order: "asc" | "desc",
+    afterSeq: number | undefined,
+    filter: ListFilter,
+    columns: string,
+  ): { sql: string; args: (string | number)[] } {
     const where = ["kind = ?", "parent = ?"];
     const args: (string | number)[] = [kind, parent];
     if (afterSeq !== undefined) {
@@ -180,6 +200,9 @@ export class AgentStore {
       );
       args.push(key, value);
     }
+    for (const name of [filter.field?.name, filter.prefix?.name]) {
+      if (name !== undefined && !/^[a-z_]+$/.test(name)) throw new Error(`bad field ${name}`);
+    }
     if (filter.field) {
       where.push(
         `json_extract(body, '$.${filter.field.name}') IN (${
@@ -189,18 +212,37 @@ export class AgentStore {
       args.push(...filter.field.values);
     }
     if (filter.prefix) {
-      where.push(
-        `substr(json_extract(body, '$.${filter.prefix.name}'), 1, length(?)) = ?`,
-      );
+      where.push(`substr(json_extract(body, '$.${filter.prefix.name}'), 1, length(?)) = ?`);
       args.push(filter.prefix.value, filter.prefix.value);
     }
-    for (const name of [filter.field?.name, filter.prefix?.name]) {
-      if (name !== undefined && !/^[a-z_]+$/.test(name)) throw new Error(`bad field ${name}`);
-    }
-    const sql = `SELECT id, seq, parent, body, sealed FROM objects WHERE ${where.join(" AND ")} ` +
+    const sql = `SELECT ${columns} FROM objects WHERE ${where.join(" AND ")} ` +
       `ORDER BY seq ${order === "asc" ? "ASC" : "DESC"} LIMIT ?`;
-    const rows = this.#stmt(sql).all(...args, limit + 1) as unknown as RawRow[];
-    return { rows: rows.slice(0, limit).map(fromRow), hasMore: rows.length > limit };
+    return { sql, args };
+  }
+
+  /**
+   * The same page as {@linkcode list}, with each body as its stored JSON text: a list whose
+   * objects are answered as stored is then written without parsing and serialising each one.
+   */
+  listText(
+    kind: string,
+    parent: string,
+    order: "asc" | "desc",
+    limit: number,
+    afterSeq: number | undefined,
+    filter: ListFilter = {},
+  ): { ids: string[]; bodies: string[]; hasMore: boolean } {
+    const { sql, args } = this.#listQuery(kind, parent, order, afterSeq, filter, "id, body");
+    const rows = this.#stmt(sql).all(...args, limit + 1) as unknown as {
+      id: string;
+      body: string;
+    }[];
+    const kept = rows.length > limit ? rows.slice(0, limit) : rows;
+    return {
+      ids: kept.map((r) => r.id),
+      bodies: kept.map((r) => r.body),
+      hasMore: rows.length > limit,
+    };
   }
 
   /** A value of the `meta` table. */

@@ -9,12 +9,11 @@
 import type { HandlerMap } from "../../handlers/types.ts";
 import { notFound } from "../errors.ts";
 import { newId, unixNow } from "../ids.ts";
-import { idempotentCreate, json } from "../idempotency.ts";
-import { listPage, PAGE_PARAMS, pageRequest } from "../pagination.ts";
+import { idempotentCreate, json, jsonText } from "../idempotency.ts";
+import { listPageText, PAGE_PARAMS, pageRequest } from "../pagination.ts";
 import { parseQuery, readJson } from "../request.ts";
 import { type AgentCreate, agentCreateSchema, agentUpdateSchema } from "../schemas/agents.ts";
 import { agentsService } from "../service.ts";
-import type { StoredObject } from "../store.ts";
 
 type Tool = NonNullable<AgentCreate["tools"]>[number];
 
@@ -66,7 +65,6 @@ function applyFields(agent: Record<string, unknown>, f: Fields): void {
   if (f.experimental !== undefined) agent.experimental = f.experimental;
 }
 
-const present = (o: StoredObject) => o.body as { id: string };
 
 /** The agents handlers. */
 export const agentsResourceHandlers: HandlerMap = {
@@ -117,7 +115,7 @@ export const agentsResourceHandlers: HandlerMap = {
   agents_list: (c) => {
     const { store } = agentsService(c.var.state);
     const q = parseQuery(new URL(c.req.url).search, PAGE_PARAMS);
-    return json({ status: 200, body: listPage(store, "agent", "", pageRequest(q), present) });
+    return jsonText(listPageText(store, "agent", "", pageRequest(q)));
   },
   agents_delete: (c) => {
     const { store } = agentsService(c.var.state);

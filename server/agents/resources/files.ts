@@ -18,8 +18,8 @@ import { multipartBoundary, readMultipart } from "../../files/multipart.ts";
 import type { ServerEnv } from "../../state.ts";
 import { invalid, notFound } from "../errors.ts";
 import { newId, unixNow } from "../ids.ts";
-import { idempotentCreate, json } from "../idempotency.ts";
-import { listPage, PAGE_PARAMS, pageRequest } from "../pagination.ts";
+import { idempotentCreate, json, jsonText } from "../idempotency.ts";
+import { listPageText, PAGE_PARAMS, pageRequest } from "../pagination.ts";
 import { parseQuery } from "../request.ts";
 import { type AgentsService, agentsService } from "../service.ts";
 import type { StoredObject } from "../store.ts";
@@ -191,10 +191,7 @@ export const filesResourceHandlers: HandlerMap = {
     const page = pageRequest(q);
     const purpose = q.plain.get("purpose");
     const filter = purpose === undefined ? {} : { field: { name: "purpose", values: [purpose] } };
-    return json({
-      status: 200,
-      body: listPage(store, "file", "", page, (o) => o.body as { id: string }, filter),
-    });
+    return jsonText(listPageText(store, "file", "", page, filter));
   },
   agents_files_retrieve: (c) => json({ status: 200, body: storedFile(c).body }),
   agents_files_content: async (c) => {

@@ -13,8 +13,8 @@ import type { ServerEnv } from "../../state.ts";
 import { notFound } from "../errors.ts";
 import { checkEnv, refuseUnsupported, setupSteps } from "../environments/settings.ts";
 import { newId, unixNow } from "../ids.ts";
-import { idempotentCreate, json } from "../idempotency.ts";
-import { listPage, PAGE_PARAMS, pageRequest } from "../pagination.ts";
+import { idempotentCreate, json, jsonText } from "../idempotency.ts";
+import { listPageText, PAGE_PARAMS, pageRequest } from "../pagination.ts";
 import { parseQuery, readJson } from "../request.ts";
 import { type EnvironmentSettings, templateSchema } from "../schemas/environments.ts";
 import { type AgentsService, agentsService } from "../service.ts";
@@ -130,8 +130,7 @@ export const templatesResourceHandlers: HandlerMap = {
   agents_environments_templates_list: (c) => {
     const { store } = agentsService(c.var.state);
     const q = parseQuery(new URL(c.req.url).search, PAGE_PARAMS);
-    const page = listPage(store, "template", "", pageRequest(q), (o) => o.body as { id: string });
-    return json({ status: 200, body: page });
+    return jsonText(listPageText(store, "template", "", pageRequest(q)));
   },
   agents_environments_templates_delete: (c) => {
     const { store } = agentsService(c.var.state);

@@ -12,8 +12,8 @@ import type { HandlerMap } from "../../handlers/types.ts";
 import type { ServerEnv } from "../../state.ts";
 import { invalid, notFound } from "../errors.ts";
 import { newId, unixNow } from "../ids.ts";
-import { idempotentCreate, json } from "../idempotency.ts";
-import { listPage, PAGE_PARAMS, pageRequest } from "../pagination.ts";
+import { idempotentCreate, json, jsonText } from "../idempotency.ts";
+import { listPageText, PAGE_PARAMS, pageRequest } from "../pagination.ts";
 import { parseQuery, readJson } from "../request.ts";
 import {
   credentialCreateSchema,
@@ -29,7 +29,6 @@ type AuthCreate = z.output<typeof credentialCreateSchema>["auth"];
 type AuthRotate = NonNullable<z.output<typeof credentialUpdateSchema>["auth"]>;
 type Secrets = Record<string, string>;
 
-const present = (o: StoredObject) => o.body as { id: string };
 
 /** A list's `metadata[k]=v` and `status`/`status[]` filters. Every vault and credential is active. */
 function listFilters(c: Context<ServerEnv>): {
@@ -186,7 +185,7 @@ export const vaultsResourceHandlers: HandlerMap = {
     const { q, filter, none } = listFilters(c);
     const page = pageRequest(q);
     if (none) return json({ status: 200, body: emptyPage() });
-    return json({ status: 200, body: listPage(store, "vault", "", page, present, filter) });
+    return jsonText(listPageText(store, "vault", "", page, filter));
   },
   agents_vaults_delete: (c) => {
     const { store } = agentsService(c.var.state);
@@ -246,10 +245,7 @@ export const vaultsResourceHandlers: HandlerMap = {
     const { q, filter, none } = listFilters(c);
     const page = pageRequest(q);
     if (none) return json({ status: 200, body: emptyPage() });
-    return json({
-      status: 200,
-      body: listPage(store, "credential", vault.id, page, present, filter),
-    });
+    return jsonText(listPageText(store, "credential", vault.id, page, filter));
   },
   agents_vaults_credentials_delete: (c) => {
     const { store } = agentsService(c.var.state);
