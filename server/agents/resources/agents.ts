@@ -65,7 +65,6 @@ function applyFields(agent: Record<string, unknown>, f: Fields): void {
   if (f.experimental !== undefined) agent.experimental = f.experimental;
 }
 
-
 /** The agents handlers. */
 export const agentsResourceHandlers: HandlerMap = {
   agents_create: async (c) => {

@@ -29,7 +29,6 @@ type AuthCreate = z.output<typeof credentialCreateSchema>["auth"];
 type AuthRotate = NonNullable<z.output<typeof credentialUpdateSchema>["auth"]>;
 type Secrets = Record<string, string>;
 
-
 /** A list's `metadata[k]=v` and `status`/`status[]` filters. Every vault and credential is active. */
 function listFilters(c: Context<ServerEnv>): {
   q: ReturnType<typeof parseQuery>;
