@@ -48,6 +48,31 @@ export async function idempotentCreate(
   const identity = c.var.identity?.id ?? "";
   const endpoint = c.var.endpoint.spec.id;
   const hash = await sha256Hex(fingerprint);
+  // A retry that arrives while the first request still runs waits for it, then is answered
+  // from what it kept: two requests with one key never both create.
+  const slot = JSON.stringify([identity, endpoint, key]);
+  while (inFlight.has(slot)) await inFlight.get(slot);
+  const done = Promise.withResolvers<void>();
+  inFlight.set(slot, done.promise);
+  try {
+    return await answerOnce(store, identity, endpoint, key, hash, create);
+  } finally {
+    inFlight.delete(slot);
+    done.resolve();
+  }
+}
+
+/** Requests with an idempotency key that are running, by identity, endpoint and key. */
+const inFlight = new Map<string, Promise<void>>();
+
+async function answerOnce(
+  store: AgentStore,
+  identity: string,
+  endpoint: string,
+  key: string,
+  hash: string,
+  create: () => Promise<{ status: number; body: unknown } | Response>,
+): Promise<Response> {
   const now = unixNow();
   const seen = store.idempotent(identity, endpoint, key, now - IDEMPOTENCY_WINDOW_SECONDS);
   if (seen) {

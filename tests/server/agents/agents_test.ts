@@ -117,6 +117,7 @@ Deno.test("agents: 404s, validation errors naming the field, bad cursors", async
   assert.equal(foreign.param, "after");
   const unknownQuery = await server.fetch("/v1/agents?colour=red");
   assert.equal(unknownQuery.status, 400);
+  assert.equal(unknownQuery.headers.get("x-should-retry"), "false", "a retry cannot help");
   assert.equal((await unknownQuery.json()).error.param, "colour");
 });
 
@@ -140,6 +141,15 @@ Deno.test("agents: Idempotency-Key replays the first answer, refuses another bod
   const body = await res.json();
   assert.equal(body.error.type, "conflict_error");
   assert.equal(body.error.param, "Idempotency-Key");
+  // Retries sent at once, before the first has answered, still make one agent.
+  const together = await Promise.all(
+    Array.from({ length: 8 }, () =>
+      client.beta.agents.create({ model: "m", name: "racing" }, {
+        headers: { "Idempotency-Key": "create-2" },
+      })),
+  );
+  assert.equal(new Set(together.map((a) => a.id)).size, 1);
+  assert.equal((await client.beta.agents.list()).data.length, 2);
   // The client does not retry it (x-should-retry: false) even with retries on.
   const retrying = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: server.token, maxRetries: 2 });
   const conflict = await rejection(() =>
