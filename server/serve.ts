@@ -130,13 +130,17 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
     configured: file !== undefined,
   });
   const dataDir = resolveDataDir(options.dataDir, env);
-  policy.paths.refused = [dataDir];
+  const refused = [dataDir];
+  policy.paths.refused = refused;
   const stateDir = options.stateDir ?? await Deno.makeTempDir({ prefix: "sandbar-" });
   const state = new ServerState(policy, root, commands, stateDir);
   if ([...policy.endpoints.values()].some((e) => e.spec.group === "agents" && e.enabled)) {
     // Opened now, so that a store this version cannot read stops the server with the reason.
     const agents = await AgentsService.open(agentsConfig(dataDir, env, file));
     state.service(AGENTS_SERVICE, () => agents);
+    // Refused by its real path too, should the name given pass through a link.
+    const real = Deno.realPathSync(dataDir);
+    if (real !== dataDir) refused.push(real);
   }
   const apps = buildApps(state, handlers, options.audit ?? jsonLinesSink(Deno.stderr));
   const host = options.host ?? "127.0.0.1";

@@ -139,18 +139,22 @@ export class SecretBox {
 
 async function keyFile(dataDir: string): Promise<Uint8Array> {
   const path = join(dataDir, KEY_FILE);
+  // Written whole under a temporary name, then linked into place: a crash never leaves a short
+  // key file, and of two servers starting at once, one key wins and both read it.
+  const temp = `${path}.${crypto.randomUUID()}.tmp`;
   try {
-    const file = await Deno.open(path, { createNew: true, write: true, mode: 0o600 });
-    const bytes = crypto.getRandomValues(new Uint8Array(32));
+    const file = await Deno.open(temp, { createNew: true, write: true, mode: 0o600 });
     try {
-      await file.write(bytes);
+      await file.write(crypto.getRandomValues(new Uint8Array(32)));
       await file.sync();
     } finally {
       file.close();
     }
-    return bytes;
+    await Deno.link(temp, path);
   } catch (e) {
     if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
+  } finally {
+    await Deno.remove(temp).catch(() => {});
   }
   const info = await Deno.stat(path);
   if (info.mode !== null && (info.mode & 0o077) !== 0) {

@@ -6,11 +6,24 @@
  * @module
  */
 
+import { join } from "node:path";
 import type { ServerState, Service } from "../state.ts";
 import type { AgentsConfig } from "./config.ts";
 import { SecretBox } from "./crypto.ts";
 import { recoverEnvironments } from "./resources/environments.ts";
 import { AgentStore, StoreOpenError } from "./store.ts";
+
+/** Uploads a stopped server left half written (`files/.upload-*`). */
+async function removeUnfinishedUploads(dataDir: string): Promise<void> {
+  const dir = join(dataDir, "files");
+  try {
+    for await (const entry of Deno.readDir(dir)) {
+      if (entry.name.startsWith(".upload-")) await Deno.remove(join(dir, entry.name));
+    }
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+}
 
 /** The service's key in the server state. */
 export const AGENTS_SERVICE = "agents";
@@ -45,6 +58,7 @@ export class AgentsService implements Service {
     try {
       const box = await SecretBox.forStore(store, config.dataDir, config.secretKey);
       recoverEnvironments(store);
+      await removeUnfinishedUploads(config.dataDir);
       return new AgentsService(store, box, config);
     } catch (e) {
       store.close();

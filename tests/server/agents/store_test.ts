@@ -229,3 +229,28 @@ Deno.test("agents group off: no store is opened and no data directory made", asy
     await Deno.remove(parent, { recursive: true });
   }
 });
+
+Deno.test("paths: a data directory named through a link is refused by its real path too", async () => {
+  const root = await Deno.makeTempDir({ prefix: "sandbar-test-root-" });
+  const outside = await Deno.makeTempDir({ prefix: "sandbar-test-link-" });
+  try {
+    await Deno.mkdir(`${root}/real-data`);
+    await Deno.symlink(`${root}/real-data`, `${outside}/data`);
+    // A half-written upload from a server that stopped mid-upload.
+    await Deno.mkdir(`${root}/real-data/files`);
+    await Deno.writeTextFile(`${root}/real-data/files/.upload-file-stale`, "partial");
+    await using server = await startAgentsServer({
+      root,
+      dataDir: `${outside}/data`,
+      policy: { endpoints: { agents: true }, paths: { symlinks: "allow" } },
+    });
+    await server.client.beta.agents.create({ model: "m" });
+    const res = await server.fetch(`/files?path=${root}/real-data/agents.sqlite`);
+    assert.equal(res.status, 403);
+    assert.equal((await res.json()).code, "path_denied");
+    await assert.rejects(Deno.stat(`${root}/real-data/files/.upload-file-stale`));
+  } finally {
+    await Deno.remove(root, { recursive: true });
+    await Deno.remove(outside, { recursive: true });
+  }
+});
