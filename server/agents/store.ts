@@ -74,6 +74,7 @@ export const DATABASE_FILE = "agents.sqlite";
 export class AgentStore {
   readonly #db: DatabaseSync;
   readonly #stmts = new Map<string, StatementSync>();
+  readonly #arrayStmts = new Map<string, StatementSync>();
 
   private constructor(db: DatabaseSync) {
     this.#db = db;
@@ -233,16 +234,19 @@ export class AgentStore {
     filter: ListFilter = {},
   ): { ids: string[]; bodies: string[]; hasMore: boolean } {
     const { sql, args } = this.#listQuery(kind, parent, order, afterSeq, filter, "id, body");
-    const rows = this.#stmt(sql).all(...args, limit + 1) as unknown as {
-      id: string;
-      body: string;
-    }[];
-    const kept = rows.length > limit ? rows.slice(0, limit) : rows;
-    return {
-      ids: kept.map((r) => r.id),
-      bodies: kept.map((r) => r.body),
-      hasMore: rows.length > limit,
-    };
+    // Rows as arrays: no object with named columns made per row.
+    let stmt = this.#arrayStmts.get(sql);
+    if (!stmt) {
+      stmt = this.#db.prepare(sql);
+      (stmt as unknown as { setReturnArrays(on: boolean): void }).setReturnArrays(true);
+      this.#arrayStmts.set(sql, stmt);
+    }
+    const rows = stmt.all(...args, limit + 1) as unknown as [string, string][];
+    const n = Math.min(rows.length, limit);
+    const ids: string[] = new Array(n);
+    const bodies: string[] = new Array(n);
+    for (let i = 0; i < n; i++) [ids[i], bodies[i]] = rows[i];
+    return { ids, bodies, hasMore: rows.length > limit };
   }
 
   /** A value of the `meta` table. */
@@ -319,6 +323,7 @@ export class AgentStore {
   /** Close the database (the WAL is checkpointed). */
   close(): void {
     this.#stmts.clear();
+    this.#arrayStmts.clear();
     if (this.#db.isOpen) this.#db.close();
   }
 }
