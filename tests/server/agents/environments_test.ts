@@ -391,3 +391,30 @@ Deno.test("environments: Idempotency-Key makes one environment", async () => {
   assert.deepEqual(again, first);
   assert.equal((await client.beta.agents.environments.list()).data.length, 1);
 });
+
+Deno.test("environments: packages install through the process layer; a failed install fails it", async () => {
+  await using server = await startAgentsServer();
+  const { client } = server;
+  const env = await client.beta.agents.environments.create({
+    environment: {
+      type: "openai_hosted",
+      // No index: pip answers at once, without the network, that the package does not exist.
+      env: { PIP_NO_INDEX: "1" },
+      packages: { python: ["sandbar-no-such-package-xyz"] },
+      setup_commands: [{ command: "touch after-packages" }],
+    },
+  });
+  assert.deepEqual((env as unknown as { packages: unknown }).packages, {
+    npm: [],
+    python: ["sandbar-no-such-package-xyz"],
+    system: [],
+  });
+  const done = await settled(client, env.id);
+  assert.equal(done.status, "failed");
+  assert.match(
+    done.error!.message,
+    /^packages\.python \(python3 -m pip install sandbar-no-such-package-xyz\) exited with 1/,
+  );
+  assert.match(done.error!.message, /sandbar-no-such-package-xyz/);
+  await assert.rejects(Deno.stat(`${server.root}/agent-environments/${env.id}/after-packages`));
+});
