@@ -219,7 +219,7 @@ function expand(): EndpointSpec[] {
       });
     }
   }
-  for (const [id, method, path] of AGENTS_ROWS) {
+  for (const [id, method, path, limits] of AGENTS_ROWS) {
     specs.push({
       id,
       method,
@@ -229,7 +229,7 @@ function expand(): EndpointSpec[] {
       summary: `OpenAI Agents API: ${method} ${path}`,
       optIn: true,
       port: "http",
-      limits: {},
+      limits: limits ?? {},
     });
   }
   return specs;

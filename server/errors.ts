@@ -193,8 +193,12 @@ export function renderError(error: ApiError, path: string, endpoint?: string): R
   const endpointId = error.options.endpoint ?? endpoint;
   let body: unknown;
   if (path.startsWith("/v1/")) {
-    // The official client retries 409 and 429 by default; a policy refusal is final.
-    if (error.status === 409 || error.code === "concurrency_limited") {
+    // The official client retries 409 and 429 by default; a policy refusal is final, and so is
+    // any other 4xx but a rate limit: the same request cannot get another answer.
+    if (
+      (error.status >= 400 && error.status < 500 && error.code !== "rate_limited") ||
+      error.code === "concurrency_limited"
+    ) {
       headers.set("x-should-retry", "false");
     }
     body = {

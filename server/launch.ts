@@ -9,6 +9,7 @@
 
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { type AgentsConfig, upstreamHost } from "./agents/config.ts";
 import { permissionFlags } from "./permissions/index.ts";
 import type { CompiledPolicy } from "./policy/compile.ts";
 
@@ -39,6 +40,8 @@ export interface NarrowedServerInputs {
    * has no network. Ignored for a package on disk.
    */
   cachedOnly?: boolean;
+  /** The agents group's data directory (writable) and upstream (reachable). */
+  agents?: AgentsConfig;
 }
 
 /**
@@ -86,6 +89,8 @@ export function narrowedServerArgv(inputs: NarrowedServerInputs): string[] {
     commandsFile: inputs.commandsFile,
     auditLog: inputs.auditLog,
     policyFile: inputs.policyFile,
+    dataDir: inputs.agents?.dataDir,
+    upstreamHost: inputs.agents ? upstreamHost(inputs.agents) : undefined,
   });
   return [
     inputs.deno ?? Deno.execPath(),

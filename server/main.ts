@@ -3,7 +3,8 @@
  *
  * ```sh
  * deno run -A server/main.ts [--host 127.0.0.1] [--port 9000] [--pty-port 9001] \
- *   [--policy FILE.jsonc] [--root DIR] [--commands FILE.ts] [--audit-log FILE] [--no-narrow]
+ *   [--policy FILE.jsonc] [--root DIR] [--commands FILE.ts] [--audit-log FILE] [--no-narrow] \
+ *   [--data-dir DIR]
  * deno run -A jsr:@sandbar/sandbar/server/cli --help
  * ```
  *
@@ -15,10 +16,14 @@
  * the server prints one JSON line on stdout:
  * `{"event":"listening","url":"http://…","pty_url":"ws://…"}`.
  *
+ * `--data-dir` (or `SANDBAR_DATA_DIR`) is where the agents group keeps its store; see
+ * `server/agents/config.ts` for the default.
+ *
  * @module
  */
 
 import { parseArgs } from "node:util";
+import { agentsConfig, agentsSecretVariables, resolveDataDir } from "./agents/config.ts";
 import { HANDLERS } from "./handlers/mod.ts";
 import { jsonLinesSink } from "./pipeline/audit.ts";
 import { hideFromSameUser } from "./hardening.ts";
@@ -66,6 +71,7 @@ function parse(args: string[]) {
       root: { type: "string" },
       commands: { type: "string" },
       "audit-log": { type: "string" },
+      "data-dir": { type: "string" },
       "no-narrow": { type: "boolean", default: false },
     },
     strict: true,
@@ -117,7 +123,9 @@ async function launch(args: Args, raw: string[]): Promise<number> {
     configured: file !== undefined,
   });
   const stateDir = await Deno.makeTempDir({ prefix: "sandbar-" });
+  const agents = agentsConfig(resolveDataDir(args["data-dir"], env), env, file);
   const argv = narrowedServerArgv({
+    agents,
     policy,
     root: args.root,
     host: args.host,
@@ -159,6 +167,7 @@ async function serve(args: Args): Promise<number> {
     root: args.root,
     commandsFile: args.commands,
     stateDir: Deno.env.get("SANDBAR_STATE_DIR"),
+    dataDir: args["data-dir"],
     audit: jsonLinesSink(auditFile ?? Deno.stderr),
   });
   if (server.tokenGenerated) {
@@ -169,6 +178,7 @@ async function serve(args: Args): Promise<number> {
   for (const identity of server.state.policy.source.identities ?? []) {
     if (identity.token_env) Deno.env.delete(identity.token_env);
   }
+  for (const name of agentsSecretVariables(server.state.policy.source)) Deno.env.delete(name);
   console.log(JSON.stringify({ event: "listening", url: server.url, pty_url: server.ptyUrl }));
   console.error(`sandbar: listening on ${server.url} (PTY ${server.ptyUrl})`);
   const stopped = Promise.withResolvers<void>();

@@ -7,6 +7,8 @@
 
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { agentsConfig, resolveDataDir } from "./agents/config.ts";
+import { AGENTS_SERVICE, AgentsService } from "./agents/service.ts";
 import { buildApps } from "./app.ts";
 import { CommandRegistry } from "./commands/registry.ts";
 import { ConnectionGuard } from "./connection_guard.ts";
@@ -54,6 +56,12 @@ export interface StartServerOptions {
    * default `SANDBAR_MAX_CONNECTIONS`, else 1024.
    */
   maxConnections?: number;
+  /**
+   * The agents group's data directory; default `SANDBAR_DATA_DIR`, else
+   * `$XDG_STATE_HOME/sandbar` (`~/.local/state/sandbar`). Opened at start when an agents
+   * endpoint is on; every file endpoint refuses it.
+   */
+  dataDir?: string;
 }
 
 /** A running server. */
@@ -219,8 +227,19 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
     defaultToken: token,
     configured: file !== undefined,
   });
+  const dataDir = resolveDataDir(options.dataDir, env);
+  const refused = [dataDir];
+  policy.paths.refused = refused;
   const stateDir = options.stateDir ?? await Deno.makeTempDir({ prefix: "sandbar-" });
   const state = new ServerState(policy, root, commands, stateDir);
+  if ([...policy.endpoints.values()].some((e) => e.spec.group === "agents" && e.enabled)) {
+    // Opened now, so that a store this version cannot read stops the server with the reason.
+    const agents = await AgentsService.open(agentsConfig(dataDir, env, file));
+    state.service(AGENTS_SERVICE, () => agents);
+    // Refused by its real path too, should the name given pass through a link.
+    const real = Deno.realPathSync(dataDir);
+    if (real !== dataDir) refused.push(real);
+  }
   const apps = buildApps(state, handlers, options.audit ?? jsonLinesSink(Deno.stderr));
   const host = options.host ?? "127.0.0.1";
   const abort = new AbortController();

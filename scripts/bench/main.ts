@@ -18,6 +18,7 @@ export const BENCHES = [
   "sandbox",
   "engine",
   "code",
+  "agents_store",
 ];
 
 /** Run the named benchmarks (all by default). */

@@ -7,8 +7,16 @@
  * @module
  */
 
-/** One row: endpoint id, HTTP method, path (Hono-style `:param`). */
-export type AgentsRow = readonly [id: string, method: "GET" | "POST" | "DELETE", path: string];
+/** One row: endpoint id, HTTP method, path (Hono-style `:param`), and a body limit if its own. */
+export type AgentsRow = readonly [
+  id: string,
+  method: "GET" | "POST" | "DELETE",
+  path: string,
+  limits?: { body_bytes: number },
+];
+
+/** Uploads to `POST /v1/files` are streamed to disk, so they may be larger than a JSON body. */
+const FILE_UPLOAD_LIMIT = { body_bytes: 512 * 1024 * 1024 };
 
 /**
  * The agents group, as rows, `as const` so that {@linkcode AgentsId} lists the ids.
@@ -140,7 +148,7 @@ export const AGENTS_ROWS = [
   ["agents_responses_cancel", "POST", "/v1/responses/:response_id/cancel"],
   ["agents_responses_input_items_list", "GET", "/v1/responses/:response_id/input_items"],
   ["agents_responses_input_tokens_count", "POST", "/v1/responses/input_tokens"],
-  ["agents_files_create", "POST", "/v1/files"],
+  ["agents_files_create", "POST", "/v1/files", FILE_UPLOAD_LIMIT],
   ["agents_files_list", "GET", "/v1/files"],
   ["agents_files_retrieve", "GET", "/v1/files/:file_id"],
   ["agents_files_content", "GET", "/v1/files/:file_id/content"],

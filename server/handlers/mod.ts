@@ -5,6 +5,7 @@
  * @module
  */
 
+import { agentsHandlers } from "../agents/handlers.ts";
 import { browserHandlers } from "./browser/index.ts";
 import { commandsHandlers } from "./commands/index.ts";
 import { coreHandlers } from "./core/index.ts";
@@ -26,4 +27,5 @@ export const HANDLERS: HandlerMap = {
   ...devToolsHandlers,
   ...terminalHandlers,
   ...browserHandlers,
-} satisfies GroupHandlers<Exclude<EndpointId, AgentsId>>;
+  ...agentsHandlers,
+} satisfies GroupHandlers<Exclude<EndpointId, AgentsId>> & HandlerMap<AgentsId>;

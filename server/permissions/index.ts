@@ -33,6 +33,10 @@ export interface PermissionInputs {
   auditLog?: string;
   /** The policy file, if any; readable (the server reads it again after the launcher). */
   policyFile?: string;
+  /** The agents group's data directory, if any; readable and writable. */
+  dataDir?: string;
+  /** The agents group's upstream `host[:port]`, if any; reachable when the group is on. */
+  upstreamHost?: string;
 }
 
 /** Read-only system locations the system group and the runtime itself need. */
@@ -116,7 +120,15 @@ export function permissionFlags(inputs: PermissionInputs): string[] {
   if (inputs.policyFile) read.add(resolve(inputs.policyFile));
   const write = new Set([...policy.paths.allow, inputs.stateDir]);
   if (inputs.auditLog) write.add(resolve(inputs.auditLog));
+  const agentsOn = [...policy.endpoints.values()].some((e) =>
+    e.spec.group === "agents" && e.enabled
+  );
+  if (inputs.dataDir && agentsOn) {
+    read.add(inputs.dataDir);
+    write.add(inputs.dataDir);
+  }
   const net = new Set([inputs.host]);
+  if (inputs.upstreamHost && agentsOn) net.add(inputs.upstreamHost);
   for (const p of policy.urlAllow) {
     const h = hostOf(p);
     if (h) net.add(h);

@@ -57,6 +57,8 @@ export interface PathSettings {
   symlinks: "allow" | "within" | "deny";
   /** Longest path accepted. */
   max: number;
+  /** Trees refused whatever `allow` says (the server's data directory). */
+  refused?: string[];
 }
 
 /** The policy as the pipeline and the guards use it. */

@@ -63,6 +63,12 @@ export const policySchema = z.strictObject({
     body_bytes: z.number().int().min(0).optional(),
     path_max: z.number().int().min(1).max(65536).optional(),
   }).optional(),
+  agents: z.strictObject({
+    upstream: z.strictObject({
+      base_url: z.url({ protocol: /^https?$/ }),
+      api_key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).optional(),
+    }).optional(),
+  }).optional(),
 });
 
 /** Limits of one endpoint as the policy sets them. */
@@ -129,4 +135,6 @@ export interface PolicyFile {
   audit?: "off" | "deny" | "all";
   /** Global limits. */
   limits?: { body_bytes?: number; path_max?: number };
+  /** The agents group: the upstream model provider (`base_url`, and the variable holding its key). */
+  agents?: { upstream?: { base_url: string; api_key_env?: string } };
 }

@@ -6,7 +6,8 @@
  *
  * Credentials removed, whatever the server was started with: `SVC_SERVER_TOKEN`, every identity's
  * `token_env` variable, the server's `SANDBAR_*` settings, and any variable whose value is an
- * identity's token under whatever name (compared in constant time).
+ * identity's token under whatever name (compared in constant time), and the agents group's
+ * upstream key (`OPENAI_API_KEY`, or the policy's `agents.upstream.api_key_env`).
  *
  * @module
  */
@@ -33,6 +34,8 @@ export class EnvironmentStore implements Service {
     for (const identity of policy.source.identities ?? []) {
       if (identity.token_env) this.#reserved.push(identity.token_env);
     }
+    const upstreamKey = policy.source.agents?.upstream?.api_key_env;
+    if (upstreamKey) this.#reserved.push(upstreamKey);
     const tokens = policy.identities.map((i) => i.token);
     for (const [name, value] of Object.entries(source)) {
       if (this.#isReserved(name)) continue;

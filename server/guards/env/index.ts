@@ -63,7 +63,12 @@ export function environmentBytes(env: Record<string, string | null>): number {
 export const ENV_NAME: RegExp = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** Names a caller may never set: the server's own credentials and settings. */
-export const SERVER_RESERVED_VARIABLES: readonly string[] = ["SVC_SERVER_TOKEN", "SANDBAR_*"];
+export const SERVER_RESERVED_VARIABLES: readonly string[] = [
+  "SVC_SERVER_TOKEN",
+  "SANDBAR_*",
+  // The agents group's upstream key: it stays in the server, whatever a caller asks.
+  "OPENAI_API_KEY",
+];
 
 /**
  * Variables that decide which program a command name runs, or what bash runs before the command;
@@ -127,6 +132,8 @@ export function envRules(policy: CompiledPolicy): EnvRules {
   for (const identity of policy.source.identities ?? []) {
     if (identity.token_env) deny.push(identity.token_env);
   }
+  const upstreamKey = policy.source.agents?.upstream?.api_key_env;
+  if (upstreamKey) deny.push(upstreamKey);
   if (policy.allowCommands !== undefined || policy.denyCommands.length > 0) {
     deny.push(...SHELL_CONTROL_VARIABLES);
   }

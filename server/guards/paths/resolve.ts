@@ -269,6 +269,11 @@ export function resolveGuardedPath(
       throw denied(param, `Path ${requested} is a link to ${path}, which is refused (${d.code})`);
     }
   }
+  if (settings.refused?.some((tree) => isWithin(path, tree))) {
+    throw new ApiError("path_denied", `Path ${requested} leads into the server's data directory`, {
+      param,
+    });
+  }
   if (!ancestor) {
     // Not even the allowed tree exists: there is nothing to act on, and nothing to escape to.
     throw new ApiError("not_found", `Directory ${anchor} does not exist`, { param });

@@ -1,0 +1,128 @@
+/**
+ * Benchmark: the agents store through the whole pipeline. In the same run and with the same
+ * load generator (wrk, 50 connections, server on CPU 0, wrk on CPU 1): `GET /commands` (the
+ * pipeline's cheapest authenticated route, the baseline), `GET /v1/agents` answering a page of
+ * 20 agents, and `POST /v1/agents` creating one (SQLite in WAL mode, one transaction per
+ * create). Runs alternate, and each round's ratios to the baseline are taken, so drift on a
+ * shared machine hits both sides alike; the medians of the ratios are the result.
+ * Goals: list and create within 1.5x of `GET /commands` (ratio of throughput at least 0.67),
+ * and at least 1,000 creates per second sustained.
+ *
+ * Run: `deno run -A scripts/bench/agents_store.ts` (needs `wrk`: `apt-get install wrk`).
+ *
+ * @module
+ */
+
+import { fileURLToPath } from "node:url";
+import { have, median, startPinned } from "./load.ts";
+
+const MAIN = fileURLToPath(new URL("../../server/main.ts", import.meta.url));
+const TOKEN = "bench-token-0123456789abcdef";
+
+/** One wrk run: requests per second and non-2xx answers. */
+async function wrk(
+  url: string,
+  seconds: number,
+  script?: string,
+): Promise<{ rps: number; errors: number }> {
+  const args = ["-t1", "-c50", `-d${seconds}s`, "-H", `authorization: Bearer ${TOKEN}`];
+  if (script) args.push("-s", script);
+  args.push(url);
+  const argv = await have("taskset") ? ["taskset", "-c", "1", "wrk", ...args] : ["wrk", ...args];
+  const out = await new Deno.Command(argv[0], { args: argv.slice(1), stdout: "piped" }).output();
+  const text = new TextDecoder().decode(out.stdout);
+  return {
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(text)?.[1] ?? NaN),
+    errors: Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(text)?.[1] ?? 0),
+  };
+}
+
+/** Run the benchmark and print the result. */
+export async function main(runs = 5, seconds = 3): Promise<{ list: number; create: number }> {
+  if (!(await have("wrk"))) {
+    console.log("agents_store: skipped, wrk is not installed (apt-get install wrk)");
+    return { list: NaN, create: NaN };
+  }
+  const root = await Deno.makeTempDir({ prefix: "sandbar-bench-" });
+  const dataDir = `${root}-data`;
+  const policy = `${root}/policy.jsonc`;
+  await Deno.writeTextFile(policy, JSON.stringify({ audit: "deny", endpoints: { agents: true } }));
+  const post = `${root}/post.lua`;
+  await Deno.writeTextFile(
+    post,
+    `wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n` +
+      `wrk.body = '{"model":"gpt-bench","name":"bench","instructions":"Be brief.","metadata":{"run":"bench"}}'\n`,
+  );
+  const server = await startPinned(
+    [
+      Deno.execPath(),
+      "run",
+      "-A",
+      MAIN,
+      ...["--port", "0", "--pty-port", "0", "--root", root, "--policy", policy],
+      ...["--data-dir", dataDir],
+    ],
+    { SVC_SERVER_TOKEN: TOKEN },
+  );
+  const auth = { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" };
+  const results = { commands: [] as number[], list: [] as number[], create: [] as number[] };
+  let listed = 0;
+  try {
+    for (let i = 0; i < 20; i++) {
+      const res = await fetch(`${server.url}/v1/agents`, {
+        method: "POST",
+        headers: auth,
+        body: JSON.stringify({ model: "gpt-bench", name: `seed-${i}` }),
+      });
+      if (!res.ok) throw new Error(`create answered ${res.status}: ${await res.text()}`);
+      await res.body?.cancel();
+    }
+    const page = await (await fetch(`${server.url}/v1/agents?limit=20`, { headers: auth })).json();
+    listed = page.data.length;
+    await wrk(`${server.url}/commands`, 1);
+    await wrk(`${server.url}/v1/agents?limit=20`, 1);
+    for (let i = 0; i < runs; i++) {
+      const c = await wrk(`${server.url}/commands`, seconds);
+      const l = await wrk(`${server.url}/v1/agents?limit=20`, seconds);
+      const p = await wrk(`${server.url}/v1/agents`, seconds, post);
+      for (const [name, r] of [["commands", c], ["list", l], ["create", p]] as const) {
+        if (r.errors > 0) throw new Error(`${name}: ${r.errors} non-2xx answers`);
+      }
+      results.commands.push(c.rps);
+      results.list.push(l.rps);
+      results.create.push(p.rps);
+    }
+  } finally {
+    await server.stop();
+    await Deno.remove(root, { recursive: true });
+    await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+  }
+  const ratio = (xs: number[]) => median(xs.map((v, i) => v / results.commands[i]));
+  const list = ratio(results.list);
+  const create = ratio(results.create);
+  const fmt = (xs: number[]) => xs.map(Math.round).join(", ");
+  console.log(
+    `agents_store: through the full pipeline vs GET /commands (wrk, ${runs}x${seconds}s, 50 conns)`,
+  );
+  console.log(
+    `  agents.list of ${listed}: median ${Math.round(median(results.list))} req/s  runs ${
+      fmt(results.list)
+    }`,
+  );
+  console.log(
+    `  agents.create:  median ${Math.round(median(results.create))} req/s  runs ${
+      fmt(results.create)
+    }`,
+  );
+  console.log(
+    `  GET /commands:  median ${Math.round(median(results.commands))} req/s  runs ${
+      fmt(results.commands)
+    }`,
+  );
+  console.log(`  ratio list/commands ${list.toFixed(2)} (goal >= 0.67, i.e. within 1.5x)`);
+  console.log(`  ratio create/commands ${create.toFixed(2)} (goal >= 0.67, i.e. within 1.5x)`);
+  console.log(`  creates/s sustained: median ${Math.round(median(results.create))} (goal >= 1000)`);
+  return { list, create };
+}
+
+if (import.meta.main) await main();

@@ -1,0 +1,26 @@
+/**
+ * The agents group's handlers by endpoint id, put together for `server/handlers/mod.ts`.
+ *
+ * @module
+ */
+
+import type { AgentsId } from "../endpoints.ts";
+import type { HandlerMap } from "../handlers/types.ts";
+import { agentsResourceHandlers } from "./resources/agents.ts";
+import { environmentsResourceHandlers } from "./resources/environments.ts";
+import { templatesResourceHandlers } from "./resources/templates.ts";
+import { filesResourceHandlers } from "./resources/files.ts";
+import { modelsResourceHandlers } from "./resources/models.ts";
+import { responsesResourceHandlers } from "./resources/responses.ts";
+import { vaultsResourceHandlers } from "./resources/vaults.ts";
+
+/** Every implemented `/v1/` endpoint. */
+export const agentsHandlers: HandlerMap<AgentsId> = {
+  ...agentsResourceHandlers,
+  ...vaultsResourceHandlers,
+  ...modelsResourceHandlers,
+  ...responsesResourceHandlers,
+  ...filesResourceHandlers,
+  ...environmentsResourceHandlers,
+  ...templatesResourceHandlers,
+};

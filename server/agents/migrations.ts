@@ -1,0 +1,41 @@
+/**
+ * The store's schema, as an ordered list of migrations. The database's `user_version` is the
+ * number of migrations applied; a store whose version is above the last one here was written by
+ * a newer sandbar and is refused rather than rewritten.
+ *
+ * Never edit a migration that has shipped: add the next one.
+ *
+ * @module
+ */
+
+/** Migrations in order; `MIGRATIONS[i]` takes the schema from version `i` to `i + 1`. */
+export const MIGRATIONS: readonly string[] = [
+  // 1: every resource in one table (listing is by kind, parent and insertion order), secrets
+  // sealed apart from the public body, idempotent answers, and settings such as the KDF salt.
+  `
+  CREATE TABLE objects (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    parent TEXT NOT NULL DEFAULT '',
+    created_at INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    sealed BLOB
+  );
+  CREATE INDEX objects_by_kind ON objects(kind, parent, seq);
+  CREATE TABLE idempotency (
+    identity TEXT NOT NULL,
+    endpoint TEXT NOT NULL,
+    key TEXT NOT NULL,
+    body_hash TEXT NOT NULL,
+    status INTEGER NOT NULL,
+    response TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (identity, endpoint, key)
+  );
+  CREATE TABLE meta (key TEXT PRIMARY KEY, value BLOB NOT NULL);
+  `,
+];
+
+/** The schema version this sandbar writes. */
+export const SCHEMA_VERSION: number = MIGRATIONS.length;

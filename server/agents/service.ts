@@ -1,0 +1,86 @@
+/**
+ * The agents group's long-lived service: the store, the secret box and the configuration,
+ * opened once at start (so a store written by a newer sandbar, or sealed with another key,
+ * stops the server with a clear message instead of failing requests later).
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import type { ServerState, Service } from "../state.ts";
+import type { AgentsConfig } from "./config.ts";
+import { SecretBox } from "./crypto.ts";
+import { recoverEnvironments } from "./resources/environments.ts";
+import { AgentStore, StoreOpenError } from "./store.ts";
+
+/** Uploads a stopped server left half written (`files/.upload-*`). */
+async function removeUnfinishedUploads(dataDir: string): Promise<void> {
+  const dir = join(dataDir, "files");
+  try {
+    for await (const entry of Deno.readDir(dir)) {
+      if (entry.name.startsWith(".upload-")) await Deno.remove(join(dir, entry.name));
+    }
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+}
+
+/** The service's key in the server state. */
+export const AGENTS_SERVICE = "agents";
+
+/** The store, the box and the configuration. */
+export class AgentsService implements Service {
+  /** The durable store. */
+  readonly store: AgentStore;
+  /** Seals and opens secrets. */
+  readonly box: SecretBox;
+  /** What the group was given at start. */
+  readonly config: AgentsConfig;
+  /** Services of the resources (caches, in-flight upstream calls), closed with this one. */
+  readonly #closers: (() => void | Promise<void>)[] = [];
+
+  private constructor(store: AgentStore, box: SecretBox, config: AgentsConfig) {
+    this.store = store;
+    this.box = box;
+    this.config = config;
+  }
+
+  /** Open the store in the data directory (created 0700 when missing). */
+  static async open(config: AgentsConfig): Promise<AgentsService> {
+    try {
+      await Deno.mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+    } catch (e) {
+      throw new StoreOpenError(
+        `cannot create the data directory ${config.dataDir}: ${(e as Error).message}`,
+      );
+    }
+    const store = AgentStore.open(config.dataDir);
+    try {
+      const box = await SecretBox.forStore(store, config.dataDir, config.secretKey);
+      recoverEnvironments(store);
+      await removeUnfinishedUploads(config.dataDir);
+      return new AgentsService(store, box, config);
+    } catch (e) {
+      store.close();
+      throw e;
+    }
+  }
+
+  /** Run `close` when the service closes. */
+  onClose(close: () => void | Promise<void>): void {
+    this.#closers.push(close);
+  }
+
+  /** Close everything. */
+  async close(): Promise<void> {
+    for (const c of this.#closers.splice(0).reverse()) await c();
+    this.store.close();
+  }
+}
+
+/** The service of a running server (opened at start when any agents endpoint is on). */
+export function agentsService(state: ServerState): AgentsService {
+  return state.service<AgentsService>(AGENTS_SERVICE, () => {
+    throw new Error("the agents store was not opened at start");
+  });
+}

@@ -1,0 +1,367 @@
+/**
+ * The agents group's durable store: one SQLite database (`node:sqlite`) in the data directory,
+ * in WAL mode with `synchronous=NORMAL`. In WAL mode that setting keeps every committed write
+ * across a crash of the server (SIGKILL included); only a power loss may lose the last
+ * transactions, never corrupt the file.
+ *
+ * Every resource is a row of `objects`: its public JSON body, its kind, its parent (a vault for
+ * a credential) and an insertion sequence that orders every list.
+ *
+ * @module
+ */
+
+import { DatabaseSync, type StatementSync } from "node:sqlite";
+import { join } from "node:path";
+import { MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
+
+/** One stored object. */
+export interface StoredObject {
+  /** The object's id. */
+  id: string;
+  /** Its sequence number: the list order. */
+  seq: number;
+  /** Its public JSON body. */
+  body: Record<string, unknown>;
+  /** Its sealed secrets, if any. */
+  sealed: Uint8Array | null;
+}
+
+/** Filters of a list beyond kind and parent. */
+export interface ListFilter {
+  /** Every `metadata[key]` must equal the value. */
+  metadata?: Record<string, string>;
+  /** A top-level string field of the body must be one of these values. */
+  field?: { name: string; values: string[] };
+  /** A top-level string field of the body must start with this prefix. */
+  prefix?: { name: string; value: string };
+}
+
+/** One page of a list. */
+export interface StoredPage {
+  /** The objects, in the order asked. */
+  rows: StoredObject[];
+  /** Whether more follow. */
+  hasMore: boolean;
+}
+
+/** A store that cannot be opened, with the reason in words. */
+export class StoreOpenError extends Error {
+  /** Make the error. */
+  constructor(message: string) {
+    super(message);
+    this.name = "StoreOpenError";
+  }
+}
+
+/** The file name of the database inside the data directory. */
+export const DATABASE_FILE = "agents.sqlite";
+
+/**
+ * The store.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { AgentStore } from "./store.ts";
+ * const dir = Deno.makeTempDirSync();
+ * const store = AgentStore.open(dir);
+ * store.insert("agent", "agent_1", "", 1, { id: "agent_1" }, null);
+ * assert.equal(store.get("agent", "agent_1")?.body.id, "agent_1");
+ * store.close();
+ * Deno.removeSync(dir, { recursive: true });
+ * ```
+ */
+export class AgentStore {
+  readonly #db: DatabaseSync;
+  readonly #stmts = new Map<string, StatementSync>();
+  readonly #arrayStmts = new Map<string, StatementSync>();
+
+  private constructor(db: DatabaseSync) {
+    this.#db = db;
+  }
+
+  /** Open (or create) the store in `dataDir`, migrating an older schema forward. */
+  static open(dataDir: string): AgentStore {
+    const file = join(dataDir, DATABASE_FILE);
+    let db: DatabaseSync;
+    try {
+      db = new DatabaseSync(file);
+    } catch (e) {
+      throw new StoreOpenError(`cannot open the agents store ${file}: ${(e as Error).message}`);
+    }
+    try {
+      db.exec("PRAGMA busy_timeout = 5000");
+      db.exec("PRAGMA journal_mode = WAL");
+      db.exec("PRAGMA synchronous = NORMAL");
+      db.exec("PRAGMA foreign_keys = ON");
+      migrate(db, file);
+    } catch (e) {
+      db.close();
+      throw e;
+    }
+    return new AgentStore(db);
+  }
+
+  #stmt(sql: string): StatementSync {
+    let s = this.#stmts.get(sql);
+    if (!s) {
+      s = this.#db.prepare(sql);
+      this.#stmts.set(sql, s);
+    }
+    return s;
+  }
+
+  /** Insert a new object. */
+  insert(
+    kind: string,
+    id: string,
+    parent: string,
+    createdAt: number,
+    body: Record<string, unknown>,
+    sealed: Uint8Array | null,
+  ): void {
+    this.#stmt(
+      "INSERT INTO objects (id, kind, parent, created_at, body, sealed) VALUES (?, ?, ?, ?, ?, ?)",
+    ).run(id, kind, parent, createdAt, JSON.stringify(body), sealed);
+  }
+
+  /** Replace an object's body (and its sealed secrets when given). */
+  update(id: string, body: Record<string, unknown>, sealed?: Uint8Array | null): void {
+    if (sealed === undefined) {
+      this.#stmt("UPDATE objects SET body = ? WHERE id = ?").run(JSON.stringify(body), id);
+    } else {
+      this.#stmt("UPDATE objects SET body = ?, sealed = ? WHERE id = ?")
+        .run(JSON.stringify(body), sealed, id);
+    }
+  }
+
+  /** One object of a kind (and parent, when given), or undefined. */
+  get(kind: string, id: string, parent?: string): StoredObject | undefined {
+    const row = this.#stmt(
+      "SELECT id, seq, parent, body, sealed FROM objects WHERE id = ? AND kind = ?",
+    )
+      .get(id, kind) as RawRow | undefined;
+    if (!row || (parent !== undefined && row.parent !== parent)) return undefined;
+    return fromRow(row);
+  }
+
+  /** Delete an object and every object whose parent it is, in one transaction. */
+  delete(id: string): boolean {
+    return this.transaction(() => {
+      this.#stmt("DELETE FROM objects WHERE parent = ?").run(id);
+      return Number(this.#stmt("DELETE FROM objects WHERE id = ?").run(id).changes) > 0;
+    });
+  }
+
+  /** The sequence number of `id` within a kind and parent, or undefined when it is not there. */
+  seqOf(kind: string, parent: string, id: string): number | undefined {
+    const row = this.#stmt("SELECT seq FROM objects WHERE id = ? AND kind = ? AND parent = ?")
+      .get(id, kind, parent) as { seq: number } | undefined;
+    return row?.seq;
+  }
+
+  /** A page of a kind under a parent, after the object of sequence `afterSeq`. */
+  list(
+    kind: string,
+    parent: string,
+    order: "asc" | "desc",
+    limit: number,
+    afterSeq: number | undefined,
+    filter: ListFilter = {},
+  ): StoredPage {
+    const { sql, args } = this.#listQuery(
+      kind,
+      parent,
+      order,
+      afterSeq,
+      filter,
+      "id, seq, parent, body, sealed",
+    );
+    const rows = this.#stmt(sql).all(...args, limit + 1) as unknown as RawRow[];
+    return { rows: rows.slice(0, limit).map(fromRow), hasMore: rows.length > limit };
+  }
+
+  #listQuery(
+    kind: string,
+    parent: string,
+    order: "asc" | "desc",
+    afterSeq: number | undefined,
+    filter: ListFilter,
+    columns: string,
+  ): { sql: string; args: (string | number)[] } {
+    const where = ["kind = ?", "parent = ?"];
+    const args: (string | number)[] = [kind, parent];
+    if (afterSeq !== undefined) {
+      where.push(order === "asc" ? "seq > ?" : "seq < ?");
+      args.push(afterSeq);
+    }
+    for (const [key, value] of Object.entries(filter.metadata ?? {})) {
+      where.push(
+        "EXISTS (SELECT 1 FROM json_each(body, '$.metadata') WHERE key = ? AND value = ?)",
+      );
+      args.push(key, value);
+    }
+    for (const name of [filter.field?.name, filter.prefix?.name]) {
+      if (name !== undefined && !/^[a-z_]+$/.test(name)) throw new Error(`bad field ${name}`);
+    }
+    if (filter.field) {
+      where.push(
+        `json_extract(body, '$.${filter.field.name}') IN (${
+          filter.field.values.map(() => "?").join(", ")
+        })`,
+      );
+      args.push(...filter.field.values);
+    }
+    if (filter.prefix) {
+      where.push(`substr(json_extract(body, '$.${filter.prefix.name}'), 1, length(?)) = ?`);
+      args.push(filter.prefix.value, filter.prefix.value);
+    }
+    const sql = `SELECT ${columns} FROM objects WHERE ${where.join(" AND ")} ` +
+      `ORDER BY seq ${order === "asc" ? "ASC" : "DESC"} LIMIT ?`;
+    return { sql, args };
+  }
+
+  /**
+   * The same page as {@linkcode list}, with each body as its stored JSON text: a list whose
+   * objects are answered as stored is then written without parsing and serialising each one.
+   */
+  listText(
+    kind: string,
+    parent: string,
+    order: "asc" | "desc",
+    limit: number,
+    afterSeq: number | undefined,
+    filter: ListFilter = {},
+  ): { ids: string[]; bodies: string[]; hasMore: boolean } {
+    const { sql, args } = this.#listQuery(kind, parent, order, afterSeq, filter, "id, body");
+    // Rows as arrays: no object with named columns made per row.
+    let stmt = this.#arrayStmts.get(sql);
+    if (!stmt) {
+      stmt = this.#db.prepare(sql);
+      (stmt as unknown as { setReturnArrays(on: boolean): void }).setReturnArrays(true);
+      this.#arrayStmts.set(sql, stmt);
+    }
+    const rows = stmt.all(...args, limit + 1) as unknown as [string, string][];
+    const n = Math.min(rows.length, limit);
+    const ids: string[] = new Array(n);
+    const bodies: string[] = new Array(n);
+    for (let i = 0; i < n; i++) [ids[i], bodies[i]] = rows[i];
+    return { ids, bodies, hasMore: rows.length > limit };
+  }
+
+  /** A value of the `meta` table. */
+  getMeta(key: string): Uint8Array | undefined {
+    const row = this.#stmt("SELECT value FROM meta WHERE key = ?").get(key) as
+      | { value: Uint8Array }
+      | undefined;
+    return row?.value;
+  }
+
+  /** Set a value of the `meta` table, unless one is there already; returns the value kept. */
+  initMeta(key: string, value: Uint8Array): Uint8Array {
+    this.#stmt("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)").run(key, value);
+    return this.getMeta(key)!;
+  }
+
+  /** A stored idempotent answer. */
+  idempotent(
+    identity: string,
+    endpoint: string,
+    key: string,
+    since: number,
+  ): { bodyHash: string; status: number; response: string } | undefined {
+    const row = this.#stmt(
+      "SELECT body_hash, status, response FROM idempotency " +
+        "WHERE identity = ? AND endpoint = ? AND key = ? AND created_at >= ?",
+    ).get(identity, endpoint, key, since) as
+      | { body_hash: string; status: number; response: string }
+      | undefined;
+    return row && { bodyHash: row.body_hash, status: row.status, response: row.response };
+  }
+
+  /** Keep an idempotent answer, dropping those older than `expiredBefore`. */
+  keepIdempotent(
+    identity: string,
+    endpoint: string,
+    key: string,
+    bodyHash: string,
+    status: number,
+    response: string,
+    now: number,
+    expiredBefore: number,
+  ): void {
+    this.#stmt("DELETE FROM idempotency WHERE created_at < ?").run(expiredBefore);
+    this.#stmt(
+      "INSERT OR REPLACE INTO idempotency " +
+        "(identity, endpoint, key, body_hash, status, response, created_at) " +
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+    ).run(identity, endpoint, key, bodyHash, status, response, now);
+  }
+
+  /** Run `fn` in one transaction: all of its writes or none. Inside another, it joins it. */
+  transaction<T>(fn: () => T): T {
+    if (this.#db.isTransaction) return fn();
+    this.#db.exec("BEGIN IMMEDIATE");
+    try {
+      const result = fn();
+      this.#db.exec("COMMIT");
+      return result;
+    } catch (e) {
+      this.#db.exec("ROLLBACK");
+      throw e;
+    }
+  }
+
+  /** Every object of a kind whose top-level `field` equals `value` (for recovery at start). */
+  byField(kind: string, field: string, value: string): StoredObject[] {
+    if (!/^[a-z_]+$/.test(field)) throw new Error(`bad field ${field}`);
+    return (this.#stmt(
+      `SELECT id, seq, parent, body, sealed FROM objects WHERE kind = ? AND json_extract(body, '$.${field}') = ?`,
+    ).all(kind, value) as unknown as RawRow[]).map(fromRow);
+  }
+
+  /** Close the database (the WAL is checkpointed). */
+  close(): void {
+    this.#stmts.clear();
+    this.#arrayStmts.clear();
+    if (this.#db.isOpen) this.#db.close();
+  }
+}
+
+interface RawRow {
+  id: string;
+  seq: number;
+  parent: string;
+  body: string;
+  sealed: Uint8Array | null;
+}
+
+function fromRow(row: RawRow): StoredObject {
+  return { id: row.id, seq: row.seq, body: JSON.parse(row.body), sealed: row.sealed };
+}
+
+function migrate(db: DatabaseSync, file: string): void {
+  const { user_version: version } = db.prepare("PRAGMA user_version").get() as {
+    user_version: number;
+  };
+  if (version > SCHEMA_VERSION) {
+    throw new StoreOpenError(
+      `the agents store ${file} has schema version ${version}, written by a newer sandbar; ` +
+        `this one knows versions up to ${SCHEMA_VERSION}. Upgrade sandbar, or start with ` +
+        `another --data-dir. The store was not changed.`,
+    );
+  }
+  for (let v = version; v < SCHEMA_VERSION; v++) {
+    db.exec("BEGIN IMMEDIATE");
+    try {
+      db.exec(MIGRATIONS[v]);
+      db.exec(`PRAGMA user_version = ${v + 1}`);
+      db.exec("COMMIT");
+    } catch (e) {
+      db.exec("ROLLBACK");
+      throw new StoreOpenError(
+        `migrating the agents store ${file} to version ${v + 1} failed: ${(e as Error).message}`,
+      );
+    }
+  }
+}
