@@ -58,6 +58,18 @@ function errorRecord(e: Extract<BridgeEvent, { event: "error" }>): ErrorRecord {
   return { name: e.name, value: e.value, traceback: e.traceback.map(stripAnsi) };
 }
 
+/**
+ * The exit code a failed run reports: 1, as a Python program that raised; but `SystemExit(n)`
+ * (`sys.exit(n)`) keeps its own status, as it would in `python3 -c`, so `exitCode` means the
+ * same in a context as in a one-shot run.
+ */
+function errorExitCode(error: ErrorRecord): number {
+  if (error.name !== "SystemExit") return 1;
+  if (error.value === "" || error.value === "None") return 0;
+  const n = Number(error.value);
+  return Number.isInteger(n) ? n & 0xff : 1;
+}
+
 /** Collects a run's events into its result. */
 export class RunCollector {
   readonly #out = {
@@ -103,7 +115,11 @@ export class RunCollector {
     } else if (this.error) {
       stderr += `${this.error.name}: ${this.error.value}\n`;
     }
-    const exitCode = outcome.timed_out ? TIMEOUT_EXIT_CODE : this.error ? 1 : this.#status;
+    const exitCode = outcome.timed_out
+      ? TIMEOUT_EXIT_CODE
+      : this.error
+      ? errorExitCode(this.error)
+      : this.#status;
     return {
       text: stdout.trimEnd(),
       stdout,
