@@ -50,16 +50,22 @@ Deno.test("every TypeScript sample is run, or marked a sketch with its reason", 
   }
 });
 
+/** Every `*_test.ts` below `dir`, at any depth. */
+async function testFiles(dir: string): Promise<string[]> {
+  const found: string[] = [];
+  for await (const entry of Deno.readDir(dir)) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory) found.push(...await testFiles(path));
+    else if (entry.name.endsWith("_test.ts")) found.push(path);
+  }
+  return found;
+}
+
 Deno.test("pages excluded from deno test --doc are run by tests that read them", async () => {
   for (const page of await testExcludes()) {
     const readers: string[] = [];
-    for await (const dir of Deno.readDir(join(root, "tests"))) {
-      if (!dir.isDirectory) continue;
-      for await (const file of Deno.readDir(join(root, "tests", dir.name))) {
-        if (!file.name.endsWith("_test.ts")) continue;
-        const text = await Deno.readTextFile(join(root, "tests", dir.name, file.name));
-        if (text.includes(page)) readers.push(file.name);
-      }
+    for (const file of await testFiles(join(root, "tests"))) {
+      if ((await Deno.readTextFile(file)).includes(page)) readers.push(file);
     }
     assert.ok(readers.length > 0, `${page} is excluded from --doc but no test reads it`);
   }
