@@ -19,6 +19,7 @@
 
 import { refreshAuthorization } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { AuthorizationServerMetadata } from "@modelcontextprotocol/sdk/shared/auth.js";
+import { OAuthError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
 import { unixNow } from "../ids.ts";
 import { openCredentialSecrets } from "../resources/vaults.ts";
 import { agentsService } from "../service.ts";
@@ -196,7 +197,10 @@ async function refreshToken(
         { rule: e.refusal.rule, param: "credential_id" },
       );
     }
-    const why = redact((e as Error).message, Object.values(secrets));
+    // The SDK's OAuth errors carry the endpoint's `error` code apart from its description.
+    const code = e instanceof OAuthError ? (e as OAuthError).errorCode : undefined;
+    const text = [code, (e as Error).message].filter(Boolean).join(": ");
+    const why = redact(text, Object.values(secrets));
     throw new McpServerError(
       label,
       "credential_refresh_failed",
