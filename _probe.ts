@@ -1,2 +1,0 @@
-import { compilePolicy } from "./server/policy/compile.ts";
-import { HANDLERS } from "./server/handlers/index.ts";
