@@ -231,8 +231,9 @@ async function modelStep(setup: TurnSetup, request: ModelRequest): Promise<ToolC
     throw e;
   }
   span.end({ "gen_ai.request.model": request.model, ...usageAttrs });
-  // A message followed by tool calls is commentary; without any, it is the final answer.
-  const phase = calls.length > 0 ? "commentary" : "final_answer";
+  // A message followed by tool calls, or by a steering message still to be answered, is
+  // commentary; otherwise it is the final answer.
+  const phase = calls.length > 0 || setup.steering.length > 0 ? "commentary" : "final_answer";
   for (const m of messages.values()) {
     rec.itemDone({
       ...m.item,
