@@ -78,8 +78,10 @@ export class AgentsService implements Service {
 
   /** Close everything: running turns first (their processes killed), then the rest. */
   async close(): Promise<void> {
-    await this.runtime.close();
+    // Synchronously first: a turn must learn the server is stopping before its processes die.
+    const stopped = this.runtime.close();
     for (const c of this.#closers.splice(0).reverse()) await c();
+    await stopped;
     this.store.close();
   }
 }

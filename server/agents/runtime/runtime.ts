@@ -274,14 +274,17 @@ export class AgentRuntime {
     this.#streams.add(writer);
   }
 
-  /** Stop: running turns are aborted and their processes killed, and nothing more recorded. */
-  async close(): Promise<void> {
+  /**
+   * Stop: running turns are aborted (their processes killed) and record nothing more, and open
+   * event streams end. The flag and the aborts happen before the first await.
+   */
+  close(): Promise<void> {
     this.#stopping = true;
     const running = [...this.#live.values()].flatMap((l) => l.turn ? [l.turn] : []);
     for (const t of running) t.abort.abort();
-    await Promise.allSettled(running.map((t) => t.done));
     for (const w of this.#streams) w.close();
     this.#streams.clear();
+    return Promise.allSettled(running.map((t) => t.done)).then(() => {});
   }
 }
 
