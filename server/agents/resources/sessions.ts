@@ -224,8 +224,8 @@ async function create(c: Context<ServerEnv>): Promise<Response> {
   let turnId: string | undefined;
   let ended = false;
   unsubscribe = runtime.log.subscribe(session.id, {
-    send(id, type, json) {
-      writer.send(id, type, json);
+    send(id, type, json, frame) {
+      writer.send(id, type, json, frame);
       if (type === "agent.session.turn.created" && turnId === undefined) {
         turnId = JSON.parse(json).turn_id;
       } else if (type.startsWith("agent.session.turn.") && turnId !== undefined) {

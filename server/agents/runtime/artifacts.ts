@@ -57,6 +57,8 @@ export async function publishArtifacts(
   turnId: string,
 ): Promise<Record<string, unknown>[]> {
   const outputs = join(session.workspace, "outputs");
+  const found = await Deno.lstat(outputs).catch(() => null);
+  if (!found?.isDirectory) return [];
   const latest = new Map<string, string>();
   for (
     const row of store.prepared(

@@ -11,11 +11,15 @@
 
 import { newId } from "../ids.ts";
 import type { AgentStore } from "../store.ts";
+import { sseFrame } from "./sse.ts";
 
 /** A live reader of a session's events. */
 export interface Subscriber {
-  /** One event: its id, its type and its JSON text. */
-  send(eventId: string, type: string, json: string): void;
+  /**
+   * One event: its id, its type, its JSON text, and its SSE frame (made once per event and
+   * shared by every subscriber).
+   */
+  send(eventId: string, type: string, json: string, frame: Uint8Array): void;
 }
 
 /** A stored event. */
@@ -52,6 +56,7 @@ export interface LoggedEvent {
 export class EventLog {
   readonly #store: AgentStore;
   readonly #subscribers = new Map<string, Set<Subscriber>>();
+  #batch: (() => void)[] | undefined;
 
   /** A log over a store. */
   constructor(store: AgentStore) {
@@ -75,9 +80,35 @@ export class EventLog {
     const json = JSON.stringify(full);
     this.#store.prepared("INSERT INTO events (event_id, session_id, body) VALUES (?, ?, ?)")
       .run(eventId, sessionId, json);
-    const subs = this.#subscribers.get(sessionId);
-    if (subs) { for (const s of subs) s.send(eventId, type, json); }
+    const deliver = () => {
+      const subs = this.#subscribers.get(sessionId);
+      if (!subs) return;
+      const frame = sseFrame(eventId, type, json);
+      for (const s of subs) s.send(eventId, type, json, frame);
+    };
+    if (this.#batch) this.#batch.push(deliver);
+    else deliver();
     return full;
+  }
+
+  /**
+   * Run `fn`'s writes (objects and events) as one transaction, and send its events once it
+   * committed: one commit instead of one per write, and still nothing sent before it is stored.
+   */
+  batch<T>(fn: () => T): T {
+    if (this.#batch) return fn();
+    this.#batch = [];
+    let result: T;
+    try {
+      result = this.#store.transaction(fn);
+    } catch (e) {
+      this.#batch = undefined;
+      throw e;
+    }
+    const pending = this.#batch;
+    this.#batch = undefined;
+    for (const deliver of pending) deliver();
+    return result;
   }
 
   /**

@@ -55,12 +55,14 @@ export class SessionRecorder {
 
   /** Set the session's status (and actions), store it, and send its event. */
   sessionStatus(status: string, requiredActions: Obj[] = []): void {
-    const s = this.updateSession((s) => {
-      s.status = status;
-      s.required_actions = requiredActions;
-      s.last_active_at = unixNow();
+    this.log.batch(() => {
+      const s = this.updateSession((s) => {
+        s.status = status;
+        s.required_actions = requiredActions;
+        s.last_active_at = unixNow();
+      });
+      this.emit({ type: SESSION_EVENT[status], session: publicBody(s) }, null);
     });
-    this.emit({ type: SESSION_EVENT[status], session: publicBody(s) }, null);
   }
 
   /** Append an event of a turn (or of none). */
@@ -99,35 +101,41 @@ export class TurnRecorder {
   /** Change the turn, store it, and send `eventType` with it (when given). */
   turnChange(change: Partial<TurnBody>, eventType?: string): void {
     this.turn = { ...this.turn, ...change };
-    this.session.store.update(this.turn.id, this.turn);
-    if (eventType) {
-      const usage = eventType in TERMINAL_EVENT_TYPES ? { usage: this.turn.usage } : {};
-      this.emit({ type: eventType, turn: this.turn, ...usage });
-    }
+    this.session.log.batch(() => {
+      this.session.store.update(this.turn.id, this.turn);
+      if (eventType) {
+        const usage = eventType in TERMINAL_EVENT_TYPES ? { usage: this.turn.usage } : {};
+        this.emit({ type: eventType, turn: this.turn, ...usage });
+      }
+    });
   }
 
   /** Add usage to the turn and the session. */
   addUsage(usage: TokenUsage | null): void {
     if (!usage) return;
     this.turn = { ...this.turn, usage: addUsage(this.turn.usage, usage) };
-    this.session.store.update(this.turn.id, this.turn);
-    this.session.updateSession((s) => {
-      s.usage = addUsage(s.usage, usage);
+    this.session.log.batch(() => {
+      this.session.store.update(this.turn.id, this.turn);
+      this.session.updateSession((s) => {
+        s.usage = addUsage(s.usage, usage);
+      });
     });
   }
 
   /** Store a new item and send `item.added`. */
   addItem(item: Obj, outputIndex: number | null): Obj {
     const full: Obj = { ...item, turn_id: this.turn.id };
-    this.session.store.insert(
-      "item",
-      full.id as string,
-      this.session.sessionId,
-      unixNow(),
-      full,
-      null,
-    );
-    this.emit({ type: "agent.session.turn.item.added", item: full, output_index: outputIndex });
+    this.session.log.batch(() => {
+      this.session.store.insert(
+        "item",
+        full.id as string,
+        this.session.sessionId,
+        unixNow(),
+        full,
+        null,
+      );
+      this.emit({ type: "agent.session.turn.item.added", item: full, output_index: outputIndex });
+    });
     return full;
   }
 
@@ -138,8 +146,10 @@ export class TurnRecorder {
 
   /** Store an item's final state and send `item.done`. */
   itemDone(item: Obj, outputIndex: number): void {
-    this.updateItem(item);
-    this.emit({ type: "agent.session.turn.item.done", item, output_index: outputIndex });
+    this.session.log.batch(() => {
+      this.updateItem(item);
+      this.emit({ type: "agent.session.turn.item.done", item, output_index: outputIndex });
+    });
   }
 
   /** Append to the conversation the model sees (stored, then kept in memory). */

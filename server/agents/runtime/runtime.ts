@@ -94,9 +94,11 @@ export class AgentRuntime {
       error: null,
       usage: null,
     };
-    this.#service.store.insert("turn", turn.id, session.id, now, turn, null);
     const sessionRec = this.recorder(session.id);
-    sessionRec.emit({ type: "agent.session.turn.created", turn }, turn.id);
+    this.log.batch(() => {
+      this.#service.store.insert("turn", turn.id, session.id, now, turn, null);
+      sessionRec.emit({ type: "agent.session.turn.created", turn }, turn.id);
+    });
     const abort = new AbortController();
     const done = Promise.withResolvers<void>();
     live.turn = { id: turn.id, abort, steering: [], done: done.promise };
@@ -112,11 +114,13 @@ export class AgentRuntime {
     const running = live.turn!;
     const service = this.#service;
     live.history ??= this.#history(live.id);
-    rec.session.sessionStatus("in_progress");
-    rec.turnChange(
-      { status: "in_progress", started_at: unixNow() },
-      "agent.session.turn.in_progress",
-    );
+    this.log.batch(() => {
+      rec.session.sessionStatus("in_progress");
+      rec.turnChange(
+        { status: "in_progress", started_at: unixNow() },
+        "agent.session.turn.in_progress",
+      );
+    });
     const trace = new TraceBuilder(rec.turn.id, live.id);
     let end: TurnEnd;
     let environment = null;
@@ -161,16 +165,19 @@ export class AgentRuntime {
     }
     const error = end.status === "failed" ? { code: end.code, message: end.message } : null;
     const otlp = trace.finish({ "agents.turn.status": end.status }, error?.message);
-    service.store.prepared(
-      "INSERT INTO traces (turn_id, session_id, created_at, otlp) VALUES (?, ?, ?, ?)",
-    ).run(rec.turn.id, live.id, unixNow(), JSON.stringify(otlp));
     if (service.config.otlpTracesUrl) void exportTrace(service.config.otlpTracesUrl, otlp);
-    rec.turnChange(
-      { status: end.status, completed_at: unixNow(), error },
-      TERMINAL_EVENT[end.status],
-    );
-    live.turn = undefined;
-    rec.session.sessionStatus("idle");
+    // One commit for the end: the trace, the terminal event, and idle.
+    this.log.batch(() => {
+      service.store.prepared(
+        "INSERT INTO traces (turn_id, session_id, created_at, otlp) VALUES (?, ?, ?, ?)",
+      ).run(rec.turn.id, live.id, unixNow(), JSON.stringify(otlp));
+      rec.turnChange(
+        { status: end.status, completed_at: unixNow(), error },
+        TERMINAL_EVENT[end.status],
+      );
+      live.turn = undefined;
+      rec.session.sessionStatus("idle");
+    });
   }
 
   #history(sessionId: string): HistoryEntry[] {

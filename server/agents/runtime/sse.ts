@@ -11,7 +11,10 @@
  * @module
  */
 
-import type { Subscriber } from "./event_log.ts";
+/** A live reader of a session's events (see `event_log.ts`). */
+interface Subscriber {
+  send(eventId: string, type: string, json: string, frame: Uint8Array): void;
+}
 
 /** Seconds of silence before a keep-alive comment. */
 export const KEEPALIVE_MS = 15_000;
@@ -27,7 +30,9 @@ export function sseFrame(eventId: string, type: string, json: string): Uint8Arra
 }
 
 /** A stream being written to one reader. */
-export interface SseWriter extends Subscriber {
+export interface SseWriter {
+  /** Send one event (its frame when already made). */
+  send(eventId: string, type: string, json: string, frame?: Uint8Array): void;
   /** End the stream (after what was sent). */
   close(): void;
   /** Whether it ended. */
@@ -70,8 +75,8 @@ export function sseResponse(onClose: () => void): { response: Response; writer: 
     }
   };
   const writer: SseWriter = {
-    send(eventId, type, json) {
-      write(sseFrame(eventId, type, json));
+    send(eventId, type, json, frame) {
+      write(frame ?? sseFrame(eventId, type, json));
     },
     close() {
       if (closed) return;

@@ -68,6 +68,11 @@ export type TurnEnd =
 
 /** Add user messages to the turn: items, and the conversation. */
 export function takeMessages(rec: TurnRecorder, messages: InputMessage[]): void {
+  if (messages.length === 0) return;
+  rec.session.log.batch(() => takeAll(rec, messages));
+}
+
+function takeAll(rec: TurnRecorder, messages: InputMessage[]): void {
   for (const m of messages.splice(0)) {
     const content = m.content.map((c) => ({ ...c }));
     rec.addItem({
@@ -141,11 +146,13 @@ async function modelStep(setup: TurnSetup, request: ModelRequest): Promise<ToolC
           if (!m) break;
           m.text = e.text || m.text;
           const common = { item_id: m.item.id, output_index: m.index, content_index: 0 };
-          rec.emit({ type: "agent.session.turn.output_text.done", ...common, text: m.text });
-          rec.emit({
-            type: "agent.session.turn.content_part.done",
-            ...common,
-            part: { type: "output_text", text: m.text },
+          rec.session.log.batch(() => {
+            rec.emit({ type: "agent.session.turn.output_text.done", ...common, text: m.text });
+            rec.emit({
+              type: "agent.session.turn.content_part.done",
+              ...common,
+              part: { type: "output_text", text: m.text },
+            });
           });
           break;
         }
@@ -234,19 +241,21 @@ async function modelStep(setup: TurnSetup, request: ModelRequest): Promise<ToolC
   // A message followed by tool calls, or by a steering message still to be answered, is
   // commentary; otherwise it is the final answer.
   const phase = calls.length > 0 || setup.steering.length > 0 ? "commentary" : "final_answer";
-  for (const m of messages.values()) {
-    rec.itemDone({
-      ...m.item,
-      content: [{ type: "output_text", text: m.text }],
-      phase,
-      status: "completed",
-    }, m.index);
-    rec.remember({
-      type: "message",
-      role: "assistant",
-      content: [{ type: "output_text", text: m.text }],
-    });
-  }
+  rec.session.log.batch(() => {
+    for (const m of messages.values()) {
+      rec.itemDone({
+        ...m.item,
+        content: [{ type: "output_text", text: m.text }],
+        phase,
+        status: "completed",
+      }, m.index);
+      rec.remember({
+        type: "message",
+        role: "assistant",
+        content: [{ type: "output_text", text: m.text }],
+      });
+    }
+  });
   return calls;
 }
 
