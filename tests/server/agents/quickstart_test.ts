@@ -7,7 +7,7 @@ const CONFIG = fileURLToPath(new URL("../../../deno.json", import.meta.url));
 
 Deno.test("docs/server/agents.md: the quickstart runs against a real server", async () => {
   const text = await Deno.readTextFile(DOC);
-  const m = /```ts quickstart\n([\s\S]*?)\n```/.exec(text);
+  const m = /## Quickstart[\s\S]*?```ts ignore\n([\s\S]*?)\n```/.exec(text);
   assert.ok(m, "the quickstart block is in the page");
   const dir = await Deno.makeTempDir({ prefix: "sandbar-quickstart-" });
   try {
