@@ -232,15 +232,19 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
   policy.paths.refused = refused;
   const stateDir = options.stateDir ?? await Deno.makeTempDir({ prefix: "sandbar-" });
   const state = new ServerState(policy, root, commands, stateDir);
+  const sink = options.audit ?? jsonLinesSink(Deno.stderr);
   if ([...policy.endpoints.values()].some((e) => e.spec.group === "agents" && e.enabled)) {
     // Opened now, so that a store this version cannot read stops the server with the reason.
     const agents = await AgentsService.open(agentsConfig(dataDir, env, file));
+    // Tool calls an agent's turn makes are refused by the same guards as requests, and audited
+    // to the same place.
+    agents.runtime.auditSink = sink;
     state.service(AGENTS_SERVICE, () => agents);
     // Refused by its real path too, should the name given pass through a link.
     const real = Deno.realPathSync(dataDir);
     if (real !== dataDir) refused.push(real);
   }
-  const apps = buildApps(state, handlers, options.audit ?? jsonLinesSink(Deno.stderr));
+  const apps = buildApps(state, handlers, sink);
   const host = options.host ?? "127.0.0.1";
   const abort = new AbortController();
   const guard = new ConnectionGuard({

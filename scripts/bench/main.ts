@@ -19,6 +19,7 @@ export const BENCHES = [
   "engine",
   "code",
   "agents_store",
+  "agents",
 ];
 
 /** Run the named benchmarks (all by default). */

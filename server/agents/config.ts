@@ -24,6 +24,11 @@ export interface UpstreamConfig {
   baseUrl: string;
   /** The API key sent as `Authorization: Bearer`, if any. */
   apiKey?: string;
+  /**
+   * Which API the runtime's turns speak: the Responses API (streaming), or Chat Completions,
+   * which most self-hosted model servers offer. Default `responses`.
+   */
+  api?: "responses" | "chat_completions";
 }
 
 /** Everything the agents group is given at start. */
@@ -34,6 +39,11 @@ export interface AgentsConfig {
   upstream: UpstreamConfig;
   /** The secret the store key is derived from, when given by the environment. */
   secretKey?: string;
+  /**
+   * Where traces are exported over OTLP/HTTP JSON (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as
+   * given, else `OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces`), if anywhere.
+   */
+  otlpTracesUrl?: string;
 }
 
 /** Variables that hold the agents group's secrets, by the policy (read once, then removed). */
@@ -87,19 +97,27 @@ export function agentsConfig(
     .replace(/\/+$/, "");
   const keyVariable = fromPolicy ? fromPolicy.api_key_env : "OPENAI_API_KEY";
   const apiKey = keyVariable ? env[keyVariable] || undefined : undefined;
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.replace(/\/+$/, "");
   return {
     dataDir,
-    upstream: { baseUrl, apiKey },
+    upstream: { baseUrl, apiKey, api: fromPolicy?.api ?? "responses" },
     secretKey: env.SANDBAR_SECRET_KEY || undefined,
+    otlpTracesUrl: env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ||
+      (base ? `${base}/v1/traces` : undefined),
   };
 }
 
-/** The host (for Deno's `--allow-net`) of the upstream's base URL. */
+/**
+ * The hosts (for Deno's `--allow-net`, comma-separated) the group reaches: the upstream's, and
+ * the OTLP collector's when traces are exported.
+ */
 export function upstreamHost(config: AgentsConfig): string | undefined {
-  try {
-    const url = new URL(config.upstream.baseUrl);
-    return url.host;
-  } catch {
-    return undefined;
+  const hosts: string[] = [];
+  for (const url of [config.upstream.baseUrl, config.otlpTracesUrl]) {
+    if (!url) continue;
+    try {
+      hosts.push(new URL(url).host);
+    } catch { /* not a URL: nothing to reach */ }
   }
+  return hosts.length > 0 ? hosts.join(",") : undefined;
 }

@@ -13,6 +13,10 @@ import { filesResourceHandlers } from "./resources/files.ts";
 import { modelsResourceHandlers } from "./resources/models.ts";
 import { responsesResourceHandlers } from "./resources/responses.ts";
 import { vaultsResourceHandlers } from "./resources/vaults.ts";
+import { sessionsResourceHandlers } from "./resources/sessions.ts";
+import { sessionEventsHandlers } from "./resources/session_events.ts";
+import { sessionTurnsHandlers } from "./resources/session_turns.ts";
+import { sessionOutputsHandlers } from "./resources/session_outputs.ts";
 
 /** Every implemented `/v1/` endpoint. */
 export const agentsHandlers: HandlerMap<AgentsId> = {
@@ -23,4 +27,8 @@ export const agentsHandlers: HandlerMap<AgentsId> = {
   ...filesResourceHandlers,
   ...environmentsResourceHandlers,
   ...templatesResourceHandlers,
+  ...sessionsResourceHandlers,
+  ...sessionEventsHandlers,
+  ...sessionTurnsHandlers,
+  ...sessionOutputsHandlers,
 };

@@ -14,6 +14,13 @@ export const ID_PREFIX = {
   response: "resp_",
   environment: "env_",
   template: "envtpl_",
+  session: "sess_",
+  turn: "turn_",
+  item: "item_",
+  message: "msg_",
+  event: "evt_",
+  artifact: "artifact_",
+  call: "call_",
 } as const;
 
 /** A kind of stored object. */

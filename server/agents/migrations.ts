@@ -35,6 +35,26 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE TABLE meta (key TEXT PRIMARY KEY, value BLOB NOT NULL);
   `,
+  // 2: the runtime. One ordered event log per session (the row order is the stream order, and a
+  // reconnect with Last-Event-ID reads what follows its event); traces by root turn, kept apart
+  // from `objects` because a trace's id is its turn's id.
+  `
+  CREATE TABLE events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_id TEXT NOT NULL UNIQUE,
+    session_id TEXT NOT NULL,
+    body TEXT NOT NULL
+  );
+  CREATE INDEX events_by_session ON events(session_id, seq);
+  CREATE TABLE traces (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    turn_id TEXT NOT NULL UNIQUE,
+    session_id TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    otlp TEXT NOT NULL
+  );
+  CREATE INDEX traces_by_session ON traces(session_id, seq);
+  `,
 ];
 
 /** The schema version this sandbar writes. */

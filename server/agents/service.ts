@@ -11,6 +11,7 @@ import type { ServerState, Service } from "../state.ts";
 import type { AgentsConfig } from "./config.ts";
 import { SecretBox } from "./crypto.ts";
 import { recoverEnvironments } from "./resources/environments.ts";
+import { AgentRuntime } from "./runtime/runtime.ts";
 import { AgentStore, StoreOpenError } from "./store.ts";
 
 /** Uploads a stopped server left half written (`files/.upload-*`). */
@@ -36,6 +37,8 @@ export class AgentsService implements Service {
   readonly box: SecretBox;
   /** What the group was given at start. */
   readonly config: AgentsConfig;
+  /** Sessions, turns and their events. */
+  readonly runtime: AgentRuntime;
   /** Services of the resources (caches, in-flight upstream calls), closed with this one. */
   readonly #closers: (() => void | Promise<void>)[] = [];
 
@@ -43,6 +46,8 @@ export class AgentsService implements Service {
     this.store = store;
     this.box = box;
     this.config = config;
+    this.runtime = new AgentRuntime(this);
+    this.runtime.recover();
   }
 
   /** Open the store in the data directory (created 0700 when missing). */
@@ -71,9 +76,12 @@ export class AgentsService implements Service {
     this.#closers.push(close);
   }
 
-  /** Close everything. */
+  /** Close everything: running turns first (their processes killed), then the rest. */
   async close(): Promise<void> {
+    // Synchronously first: a turn must learn the server is stopping before its processes die.
+    const stopped = this.runtime.close();
     for (const c of this.#closers.splice(0).reverse()) await c();
+    await stopped;
     this.store.close();
   }
 }

@@ -111,6 +111,14 @@ export class AgentStore {
     return s;
   }
 
+  /**
+   * A prepared statement of the store's database, cached by its text: for the runtime's own
+   * tables (the event log, traces), which keep their SQL beside the code that uses them.
+   */
+  prepared(sql: string): StatementSync {
+    return this.#stmt(sql);
+  }
+
   /** Insert a new object. */
   insert(
     kind: string,

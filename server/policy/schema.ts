@@ -67,6 +67,7 @@ export const policySchema = z.strictObject({
     upstream: z.strictObject({
       base_url: z.url({ protocol: /^https?$/ }),
       api_key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).optional(),
+      api: z.enum(["responses", "chat_completions"]).optional(),
     }).optional(),
   }).optional(),
 });
@@ -136,5 +137,11 @@ export interface PolicyFile {
   /** Global limits. */
   limits?: { body_bytes?: number; path_max?: number };
   /** The agents group: the upstream model provider (`base_url`, and the variable holding its key). */
-  agents?: { upstream?: { base_url: string; api_key_env?: string } };
+  agents?: {
+    upstream?: {
+      base_url: string;
+      api_key_env?: string;
+      api?: "responses" | "chat_completions";
+    };
+  };
 }

@@ -43,7 +43,7 @@ Deno.test("the capabilities document describes every endpoint for the caller", a
   assert.equal(run.reason, "missing_scope");
   assert.equal(run.limits.concurrency, 3);
   assert.equal(run.limits.body_bytes, 10 * 1024 * 1024);
-  const agents = doc.endpoints.agents_sessions_create;
+  const agents = doc.endpoints.agents_automations_create;
   assert.equal(agents.reason, "endpoint_disabled");
   assert.equal(agents.rule, "code:unimplemented:agents");
   assert.equal(doc.endpoints.agents_create.rule, "default:opt-in:agents");
@@ -83,7 +83,7 @@ Deno.test("capabilities_check decides endpoint, path and operation without runni
     const unknown = await check({ endpoint: "no_such_endpoint" });
     assert.equal(unknown.allowed, false);
     assert.equal(unknown.code, "unknown_endpoint");
-    const disabled = await check({ endpoint: "agents_sessions_list" });
+    const disabled = await check({ endpoint: "agents_sessions_subagents_list" });
     assert.equal(disabled.code, "endpoint_disabled");
     assert.equal(disabled.rule, "code:unimplemented:agents");
     const scope = await check({ endpoint: "commands_list" }, "reader-token-0123456789");

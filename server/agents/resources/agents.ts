@@ -34,10 +34,11 @@ function persistedTool(tool: Tool): Record<string, unknown> {
   return { ...tool, transport };
 }
 
-type Fields = Partial<AgentCreate>;
+/** Fields of an agent configuration, all optional. */
+export type Fields = Partial<AgentCreate>;
 
-/** Apply create or update fields onto an agent body. */
-function applyFields(agent: Record<string, unknown>, f: Fields): void {
+/** Apply create or update fields onto an agent body (an agent's, or a session's own). */
+export function applyFields(agent: Record<string, unknown>, f: Fields): void {
   if (f.model !== undefined) agent.model = f.model;
   if (f.name !== undefined) agent.name = f.name;
   if (f.instructions !== undefined) agent.instructions = f.instructions;

@@ -11,6 +11,8 @@
 import type { Context } from "hono";
 import type { AgentsId } from "../../endpoints.ts";
 import type { HandlerMap } from "../../handlers/types.ts";
+import type { z } from "zod";
+import type { Identity } from "../../policy/compile.ts";
 import type { ServerEnv, ServerState } from "../../state.ts";
 import { invalid, notFound } from "../errors.ts";
 import { networkPrefix } from "../environments/network.ts";
@@ -146,26 +148,46 @@ async function seeded(
 }
 
 async function create(c: Context<ServerEnv>): Promise<Response> {
-  const state = c.var.state;
+  const { value, text } = await readJson(c, environmentCreateSchema);
+  const made = await prepareEnvironment(c.var.state, c.var.identity, value, "environment");
+  return idempotentCreate(c, agentsService(c.var.state).store, text, async () => ({
+    status: 200,
+    body: await made(),
+  }));
+}
+
+/**
+ * Check an environment's settings now (refusing with the field named), and return the step
+ * that makes it: the workspace, its files, its record, and its setup started in the
+ * background. Sessions that bring their own environment settings go through here too.
+ */
+export async function prepareEnvironment(
+  state: ServerState,
+  identity: Identity,
+  value: z.output<typeof environmentCreateSchema>,
+  param: string,
+): Promise<() => Promise<{ id: string; files: unknown[] }>> {
   const service = agentsService(state);
   const { store, box } = service;
-  const { value, text } = await readJson(c, environmentCreateSchema);
   const settings = await seeded(service, value.environment);
-  refuseUnsupported(settings, "environment");
-  const env = checkEnv(state, settings.env, "environment.env");
+  refuseUnsupported(settings, param);
+  const env = checkEnv(state, settings.env, `${param}.env`);
   const steps = setupSteps(settings);
-  checkSteps(state, c.var.identity, steps, "environment");
-  const prefix = await networkPrefix(settings.network?.access ?? "enabled");
+  checkSteps(state, identity, steps, param);
+  const prefix = await networkPrefix(
+    settings.network?.access ?? "enabled",
+    `${param}.network.access`,
+  );
   for (const [i, id] of (value.vault_ids ?? []).entries()) {
     if (!store.get("vault", id)) throw notFound("vault", id, `vault_ids[${i}]`);
   }
   const files = settings.files ?? [];
   for (const [i, f] of files.entries()) {
     if (f.type === "file_id" && !store.get("file", f.file_id)) {
-      throw notFound("file", f.file_id, `environment.files[${i}].file_id`);
+      throw notFound("file", f.file_id, `${param}.files[${i}].file_id`);
     }
   }
-  return idempotentCreate(c, store, text, async () => {
+  return async () => {
     const id = newId("environment");
     const now = unixNow();
     const workspace = workspaceDir(state, id);
@@ -195,7 +217,7 @@ async function create(c: Context<ServerEnv>): Promise<Response> {
     try {
       store.insert("environment", id, "", now, environment, await box.seal(secrets, id));
       for (const [i, f] of files.entries()) {
-        await addFile(state, service, id, f, `environment.files[${i}]`);
+        await addFile(state, service, id, f, `${param}.files[${i}]`);
       }
     } catch (e) {
       // All or nothing: no record and no workspace of an environment that was not made.
@@ -203,9 +225,9 @@ async function create(c: Context<ServerEnv>): Promise<Response> {
       await Deno.remove(workspace, { recursive: true }).catch(() => {});
       throw e;
     }
-    if (steps.length > 0) startSetup(state, service, c.var.identity.id, id, secrets, prefix);
-    return { status: 200, body: presentEnvironment(store, store.get("environment", id)!) };
-  });
+    if (steps.length > 0) startSetup(state, service, identity.id, id, secrets, prefix);
+    return presentEnvironment(store, store.get("environment", id)!);
+  };
 }
 
 function environmentOf(c: Context<ServerEnv>): StoredObject {

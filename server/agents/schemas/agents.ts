@@ -65,7 +65,8 @@ const toolSchema = z.discriminatedUnion("type", [
   z.strictObject({ type: z.literal("automations") }),
 ]);
 
-const fields = {
+/** The fields an agent configuration takes, shared with a session's inline agent. */
+export const agentFields = {
   compaction: z.strictObject({ async: z.boolean().nullish() }).nullish(),
   experimental: z.strictObject({ time_awareness: z.boolean().optional() }).optional(),
   instructions: z.string().nullish(),
@@ -94,10 +95,13 @@ const fields = {
 };
 
 /** `POST /v1/agents`. */
-export const agentCreateSchema = z.strictObject({ model: z.string().min(1), ...fields });
+export const agentCreateSchema = z.strictObject({ model: z.string().min(1), ...agentFields });
 
 /** `POST /v1/agents/{agent_id}`: every field optional; omitted means unchanged. */
-export const agentUpdateSchema = z.strictObject({ model: z.string().min(1).optional(), ...fields });
+export const agentUpdateSchema = z.strictObject({
+  model: z.string().min(1).optional(),
+  ...agentFields,
+});
 
 /** A create body, validated. */
 export type AgentCreate = z.output<typeof agentCreateSchema>;

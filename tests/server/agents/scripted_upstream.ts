@@ -7,8 +7,31 @@
  * @module
  */
 
+/** One output item of a scripted model answer. */
+export type ScriptedOutput =
+  | { type: "message"; text: string }
+  | { type: "function_call"; name: string; arguments: unknown; call_id?: string };
+
+/**
+ * One scripted model answer, given to the next streamed `/responses` or `/chat/completions`
+ * request (in the order they come). `gate`, when set, holds the stream after its first event
+ * until it resolves (the test then acts mid-answer); `reasoning` adds a reasoning summary.
+ */
+export interface ScriptedStep {
+  /** What the model answers, in order. */
+  output: ScriptedOutput[];
+  /** Hold the stream after its first event until this resolves. */
+  gate?: Promise<void>;
+  /** A reasoning summary before the output. */
+  reasoning?: string;
+}
+
 /** A running scripted upstream. */
 export interface ScriptedUpstream {
+  /** Answers for the next streamed model calls, taken in order. */
+  script: ScriptedStep[];
+  /** Resolves with the parsed body of the `n`th (1-based) model call once it has arrived. */
+  modelCall(n: number): Promise<Record<string, unknown>>;
   /** `http://127.0.0.1:port/v1`. */
   baseUrl: string;
   /** The key it expects. */
@@ -50,7 +73,20 @@ function sse(event: Record<string, unknown>): Uint8Array {
 /** Start the scripted upstream. */
 export function startScriptedUpstream(apiKey = "sk-upstream-test-key-4c1d"): ScriptedUpstream {
   let n = 0;
+  const calls: Record<string, unknown>[] = [];
+  const waiting = new Map<number, PromiseWithResolvers<Record<string, unknown>>>();
+  const arrived = (body: Record<string, unknown>) => {
+    calls.push(body);
+    waiting.get(calls.length)?.resolve(body);
+  };
   const upstream: ScriptedUpstream = {
+    script: [],
+    modelCall(n) {
+      if (calls.length >= n) return Promise.resolve(calls[n - 1]);
+      let w = waiting.get(n);
+      if (!w) waiting.set(n, w = Promise.withResolvers());
+      return w.promise;
+    },
     baseUrl: "",
     apiKey,
     requests: [],
@@ -94,8 +130,21 @@ export function startScriptedUpstream(apiKey = "sk-upstream-test-key-4c1d"): Scr
     if (req.method === "DELETE" && one) {
       return json({ id: one[1], object: "response.deleted", deleted: true });
     }
+    if (req.method === "POST" && path === "/chat/completions") {
+      const params = JSON.parse(body);
+      arrived(params);
+      const step = upstream.script.shift() ?? { output: [{ type: "message", text: "Hello" }] };
+      return sseResponse(chatEvents(step, ++n), step.gate, true);
+    }
+    if (req.method === "POST" && path === "/responses" && upstream.script.length > 0) {
+      const params = JSON.parse(body);
+      arrived(params);
+      const step = upstream.script.shift()!;
+      return sseResponse(responsesEvents(step, params.model, ++n), step.gate, false);
+    }
     if (req.method === "POST" && path === "/responses") {
       const params = JSON.parse(body);
+      if (params.stream) arrived(params);
       if (params.model !== "gpt-test") {
         return json({
           error: {
@@ -168,4 +217,159 @@ export function startScriptedUpstream(apiKey = "sk-upstream-test-key-4c1d"): Scr
     await server.shutdown();
   };
   return upstream;
+}
+
+const USAGE = { input_tokens: 10, output_tokens: 5, total_tokens: 15 };
+
+function callId(o: { call_id?: string }, n: number, i: number): string {
+  return o.call_id ?? `call_${n}_${i}`;
+}
+
+function argumentsText(a: unknown): string {
+  return typeof a === "string" ? a : JSON.stringify(a);
+}
+
+/** A scripted answer as Responses API stream events. */
+function responsesEvents(step: ScriptedStep, model: string, n: number): unknown[] {
+  const id = `resp_scripted${n}`;
+  const events: Record<string, unknown>[] = [];
+  const output: Record<string, unknown>[] = [];
+  events.push({ type: "response.created", response: responseObject(id, model, "in_progress", "") });
+  let index = 0;
+  if (step.reasoning) {
+    const item = { type: "reasoning", id: `rs_${n}`, summary: [] as unknown[] };
+    events.push({ type: "response.output_item.added", output_index: index, item });
+    events.push({
+      type: "response.reasoning_summary_text.delta",
+      item_id: item.id,
+      output_index: index,
+      summary_index: 0,
+      delta: step.reasoning,
+    });
+    const done = { ...item, summary: [{ type: "summary_text", text: step.reasoning }] };
+    events.push({ type: "response.output_item.done", output_index: index, item: done });
+    output.push(done);
+    index++;
+  }
+  for (const [i, o] of step.output.entries()) {
+    if (o.type === "message") {
+      const itemId = `msg_${n}_${i}`;
+      const item = {
+        type: "message",
+        id: itemId,
+        role: "assistant",
+        status: "in_progress",
+        content: [],
+      };
+      events.push({ type: "response.output_item.added", output_index: index, item });
+      const half = Math.ceil(o.text.length / 2);
+      for (const delta of [o.text.slice(0, half), o.text.slice(half)]) {
+        if (delta === "") continue;
+        events.push({
+          type: "response.output_text.delta",
+          item_id: itemId,
+          output_index: index,
+          content_index: 0,
+          delta,
+          logprobs: [],
+        });
+      }
+      events.push({
+        type: "response.output_text.done",
+        item_id: itemId,
+        output_index: index,
+        content_index: 0,
+        text: o.text,
+      });
+      const done = {
+        ...item,
+        status: "completed",
+        content: [{ type: "output_text", text: o.text, annotations: [] }],
+      };
+      events.push({ type: "response.output_item.done", output_index: index, item: done });
+      output.push(done);
+    } else {
+      const item = {
+        type: "function_call",
+        id: `fc_${n}_${i}`,
+        call_id: callId(o, n, i),
+        name: o.name,
+        arguments: argumentsText(o.arguments),
+        status: "completed",
+      };
+      events.push({ type: "response.output_item.added", output_index: index, item });
+      events.push({ type: "response.output_item.done", output_index: index, item });
+      output.push(item);
+    }
+    index++;
+  }
+  events.push({
+    type: "response.completed",
+    response: { ...responseObject(id, model, "completed", ""), output, usage: USAGE },
+  });
+  return events.map((e, seq) => ({ ...e, sequence_number: seq }));
+}
+
+/** A scripted answer as Chat Completions chunks. */
+function chatEvents(step: ScriptedStep, n: number): unknown[] {
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
+    id: `chatcmpl-${n}`,
+    object: "chat.completion.chunk",
+    created: 1700000000,
+    model: "gpt-test",
+    choices: [{ index: 0, delta, finish_reason: finish }],
+  });
+  const events: unknown[] = [chunk({ role: "assistant", content: "" })];
+  let tool = 0;
+  for (const [i, o] of step.output.entries()) {
+    if (o.type === "message") {
+      const half = Math.ceil(o.text.length / 2);
+      events.push(chunk({ content: o.text.slice(0, half) }));
+      events.push(chunk({ content: o.text.slice(half) }));
+    } else {
+      const args = argumentsText(o.arguments);
+      const cut = Math.ceil(args.length / 2);
+      events.push(chunk({
+        tool_calls: [{
+          index: tool,
+          id: callId(o, n, i),
+          type: "function",
+          function: { name: o.name, arguments: args.slice(0, cut) },
+        }],
+      }));
+      events.push(
+        chunk({ tool_calls: [{ index: tool, function: { arguments: args.slice(cut) } }] }),
+      );
+      tool++;
+    }
+  }
+  events.push(chunk({}, tool > 0 ? "tool_calls" : "stop"));
+  events.push({
+    id: `chatcmpl-${n}`,
+    object: "chat.completion.chunk",
+    created: 1700000000,
+    model: "gpt-test",
+    choices: [],
+    usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+  });
+  return events;
+}
+
+/** Events as an SSE response, held after the first one while `gate` is pending. */
+function sseResponse(events: unknown[], gate: Promise<void> | undefined, done: boolean): Response {
+  const stream = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      for (const [i, e] of events.entries()) {
+        const type = (e as { type?: string }).type;
+        const text = type
+          ? `event: ${type}\ndata: ${JSON.stringify(e)}\n\n`
+          : `data: ${JSON.stringify(e)}\n\n`;
+        controller.enqueue(encoder.encode(text));
+        if (i === 0 && gate) await gate;
+      }
+      if (done) controller.enqueue(encoder.encode("data: [DONE]\n\n"));
+      controller.close();
+    },
+  });
+  return new Response(stream, { headers: { "content-type": "text/event-stream" } });
 }

@@ -1,0 +1,62 @@
+/**
+ * What a session's turn needs from the store besides the session itself: its environment
+ * (workspace, variables, network) and the upstream it calls, where a vault credential of type
+ * `environment_variable` named `OPENAI_API_KEY` in one of the session's vaults wins over the
+ * server's own key, for that session only.
+ *
+ * @module
+ */
+
+import type { ServerState } from "../../state.ts";
+import type { UpstreamConfig } from "../config.ts";
+import { networkPrefix } from "../environments/network.ts";
+import { workspaceDir } from "../environments/workspace.ts";
+import { openCredentialSecrets } from "../resources/vaults.ts";
+import type { EnvironmentSecrets } from "../resources/environments.ts";
+import type { AgentsService } from "../service.ts";
+import type { SessionBody } from "./records.ts";
+import type { ToolEnvironment } from "./tools/tool.ts";
+
+/** The session's environment for tools, or null without one. */
+export async function toolEnvironment(
+  state: ServerState,
+  service: AgentsService,
+  session: SessionBody,
+): Promise<ToolEnvironment | null> {
+  const id = session._internal.environment_id;
+  if (!id) return null;
+  const stored = service.store.get("environment", id);
+  if (!stored) return null;
+  const secrets = stored.sealed
+    ? await service.box.open(stored.sealed, id) as EnvironmentSecrets
+    : { env: {}, steps: [] };
+  const access = (stored.body.network as { access?: string } | undefined)?.access ?? "enabled";
+  return {
+    id,
+    workspace: workspaceDir(state, id),
+    env: secrets.env,
+    networkPrefix: await networkPrefix(access as "enabled" | "disabled"),
+  };
+}
+
+/** The upstream of a session's turns. */
+export async function sessionUpstream(
+  state: ServerState,
+  service: AgentsService,
+  session: SessionBody,
+): Promise<UpstreamConfig> {
+  const base = service.config.upstream;
+  for (const vaultId of session.vault_ids) {
+    const rows = service.store.list("credential", vaultId, "asc", 100, undefined).rows;
+    for (const row of rows) {
+      const auth = row.body.auth as { type?: string; secret_name?: string } | undefined;
+      if (auth?.type === "environment_variable" && auth.secret_name === "OPENAI_API_KEY") {
+        const secrets = await openCredentialSecrets(state, row);
+        if (typeof secrets.secret_value === "string") {
+          return { ...base, apiKey: secrets.secret_value };
+        }
+      }
+    }
+  }
+  return base;
+}

@@ -1,0 +1,213 @@
+/**
+ * The `apply_patch` tool, `{input: string}` in the Codex patch format (see `patch.ts`). Every
+ * path goes through the path guard (`paths.allow`, `deny`, `read_only`, links) under the
+ * policy of the identity that owns the session, which needs `files:write`; relative paths and
+ * `/workspace/…` are the environment's workspace.
+ *
+ * All files of a patch or none: every file is read and every change computed and checked
+ * before anything is written; then each file is written atomically (a temp file renamed into
+ * place). Should a write still fail, the files already written are put back as they were.
+ *
+ * The call is recorded as a `function_call` item and a `function_call_output` item, since the
+ * API has no item type of its own for file edits.
+ *
+ * @module
+ */
+
+import { dirname, isAbsolute, join } from "node:path";
+import { ApiError } from "../../../errors.ts";
+import { makeDirectories } from "../../../files/entry_ops.ts";
+import { writeAtomically } from "../../../files/atomic_write.ts";
+import { resolveGuardedPath } from "../../../guards/paths/resolve.ts";
+import { missingScope } from "../../../policy/scopes.ts";
+import type { ServerState } from "../../../state.ts";
+import { newId } from "../../ids.ts";
+import { hostPath } from "../../environments/workspace.ts";
+import type { FunctionToolDefinition } from "../model/model.ts";
+import { applyChunks, parsePatch, PatchError } from "./patch.ts";
+import {
+  ArgumentsError,
+  parseArguments,
+  type ToolCall,
+  type ToolContext,
+  toolError,
+  type ToolProvider,
+} from "./tool.ts";
+
+const DEFINITION: FunctionToolDefinition = {
+  type: "function",
+  name: "apply_patch",
+  description: "Edits files with a patch in the apply_patch format: '*** Begin Patch', then " +
+    "'*** Add File: <path>' (lines prefixed '+'), '*** Delete File: <path>', or " +
+    "'*** Update File: <path>' (optionally '*** Move to: <path>') with '@@' chunks of ' ' " +
+    "context, '-' removed and '+' added lines, then '*** End Patch'. Paths are relative to " +
+    "the workspace. All files change, or none.",
+  parameters: {
+    type: "object",
+    properties: { input: { type: "string", description: "The whole patch." } },
+    required: ["input"],
+    additionalProperties: false,
+  },
+};
+
+/** One file's planned change: its path on disk and its bytes after (null: removed). */
+interface FileChange {
+  path: string;
+  shown: string;
+  after: Uint8Array | null;
+  before: Uint8Array | null;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+function onDisk(workspace: string, path: string): string {
+  if (path === "/workspace" || path.startsWith("/workspace/")) return hostPath(workspace, path);
+  return isAbsolute(path) ? path : join(workspace, path);
+}
+
+async function readGuarded(state: ServerState, path: string): Promise<Uint8Array | null> {
+  const g = resolveGuardedPath(state, path, "read", "input");
+  if (!g.exists) return null;
+  if (!g.stat?.isFile) throw new PatchError(`${path} is not a regular file`);
+  return await Deno.readFile(g.path);
+}
+
+/** Read everything and compute every change; nothing is written. */
+async function plan(state: ServerState, workspace: string, input: string): Promise<FileChange[]> {
+  const changes = new Map<string, FileChange>();
+  const current = async (path: string) => {
+    const planned = changes.get(path);
+    if (planned) return planned.after;
+    return await readGuarded(state, path);
+  };
+  const set = async (path: string, shown: string, after: Uint8Array | null) => {
+    const g = resolveGuardedPath(state, path, after === null ? "delete" : "write", "input");
+    const before = changes.get(g.path)?.before ?? await readGuarded(state, g.path);
+    changes.set(g.path, { path: g.path, shown, after, before });
+  };
+  for (const op of parsePatch(input)) {
+    const path = onDisk(workspace, op.path);
+    if (op.type === "add") {
+      await set(path, op.path, encoder.encode(op.content));
+    } else if (op.type === "delete") {
+      if (await current(path) === null) {
+        throw new PatchError(`Delete File ${op.path}: no such file`);
+      }
+      await set(path, op.path, null);
+    } else {
+      const before = await current(path);
+      if (before === null) throw new PatchError(`Update File ${op.path}: no such file`);
+      const after = encoder.encode(applyChunks(decoder.decode(before), op.chunks, op.path));
+      if (op.moveTo !== null) {
+        await set(path, op.path, null);
+        await set(onDisk(workspace, op.moveTo), op.moveTo, after);
+      } else {
+        await set(path, op.path, after);
+      }
+    }
+  }
+  return [...changes.values()];
+}
+
+async function write(state: ServerState, path: string, bytes: Uint8Array | null): Promise<void> {
+  if (bytes === null) {
+    const g = resolveGuardedPath(state, path, "delete", "input");
+    if (g.exists) await Deno.remove(g.path);
+    return;
+  }
+  let g = resolveGuardedPath(state, path, "write", "input");
+  const noSymlinks = state.policy.paths.symlinks !== "allow";
+  if (g.ancestor.path !== dirname(g.path)) {
+    await makeDirectories(g.ancestor.path, dirname(g.path), noSymlinks);
+    g = resolveGuardedPath(state, path, "write", "input");
+  }
+  await writeAtomically(g.path, new Response(bytes as Uint8Array<ArrayBuffer>).body!, {
+    overwrite: true,
+    directory: g.ancestor.stat,
+    noSymlinks,
+    param: "input",
+  });
+}
+
+/** Write every change; on a failure, put back the files already changed, then rethrow. */
+async function commit(state: ServerState, changes: FileChange[]): Promise<void> {
+  const done: FileChange[] = [];
+  try {
+    for (const c of changes) {
+      await write(state, c.path, c.after);
+      done.push(c);
+    }
+  } catch (e) {
+    for (const c of done.reverse()) await write(state, c.path, c.before).catch(() => {});
+    throw e;
+  }
+}
+
+/** The `apply_patch` tool. */
+export class ApplyPatchTool implements ToolProvider {
+  /** Offered only with an environment. */
+  definitions(): FunctionToolDefinition[] {
+    return [DEFINITION];
+  }
+
+  /** Calls to `apply_patch`. */
+  handles(name: string): boolean {
+    return name === "apply_patch";
+  }
+
+  /** Apply one patch. */
+  async run(call: ToolCall, context: ToolContext): Promise<string> {
+    const rec = context.recorder;
+    const callIndex = rec.nextOutputIndex();
+    const callItem = rec.addItem({
+      id: newId("item"),
+      type: "function_call",
+      call_id: call.callId,
+      name: call.name,
+      arguments: call.arguments,
+      status: "in_progress",
+    }, callIndex);
+    let output: string;
+    let ok = false;
+    try {
+      const args = parseArguments(call.arguments);
+      if (typeof args.input !== "string") throw new ArgumentsError("'input' must be a string");
+      if (!context.environment) throw new PatchError("this session has no environment");
+      const identity = context.identity;
+      const missing = identity ? missingScope(identity.scopes, ["files:write"]) : "files:write";
+      if (missing) {
+        throw new ApiError("missing_scope", `Editing files needs the scope ${missing}`, {
+          scope: missing,
+        });
+      }
+      const changes = await plan(context.state, context.environment.workspace, args.input);
+      await commit(context.state, changes);
+      const lines = changes.map((c) =>
+        `${c.after === null ? "D" : c.before === null ? "A" : "M"} ${c.shown}`
+      );
+      output = `Success. Updated the following files:\n${lines.join("\n")}\n`;
+      context.attributes["files.changed"] = changes.length;
+      ok = true;
+    } catch (e) {
+      if (e instanceof ApiError) {
+        context.audit("apply_patch", e);
+        output = toolError(e.code, e.message);
+      } else if (e instanceof PatchError || e instanceof ArgumentsError) {
+        output = toolError("invalid_patch", e.message);
+      } else {
+        output = toolError("sandbox_error", (e as Error).message);
+      }
+    }
+    rec.itemDone({ ...callItem, status: ok ? "completed" : "failed" }, callIndex);
+    rec.addItem({
+      id: newId("item"),
+      type: "function_call_output",
+      call_id: call.callId,
+      output: ok ? output : null,
+      error: ok ? null : output,
+      status: ok ? "completed" : "failed",
+    }, null);
+    return output;
+  }
+}

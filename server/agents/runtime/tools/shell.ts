@@ -1,0 +1,233 @@
+/**
+ * The `shell` tool, in the shape Codex-trained models use:
+ * `{command: string[] | string, workdir?: string, timeout_ms?: number}`. An array is the argv;
+ * a string runs through `bash -lc`. It runs through the server's own process layer (the entry
+ * `POST /process/shell` uses, so the same process groups, limits and confinement), in the
+ * session's environment, under the policy of the identity that owns the session: its
+ * `process:run` scope, the `shell` endpoint being on, the command guard, the environment guard
+ * and the path guard on the working directory.
+ *
+ * The call is a `command_execution` item; its output goes out as
+ * `agent.output.command_execution_output.delta` events as the process writes it.
+ *
+ * @module
+ */
+
+import { ApiError } from "../../../errors.ts";
+import { commandRules, guardArgv, guardShellCommand } from "../../../guards/commands/index.ts";
+import { guardCwd, guardedEnvironment } from "../../../handlers/process/request.ts";
+import { spawnShell } from "../../../handlers/process/shell.ts";
+import { TailBuffer } from "../../../process/output.ts";
+import { shell as shellPath } from "../../../process/spawn.ts";
+import { missingScope } from "../../../policy/scopes.ts";
+import { newId } from "../../ids.ts";
+import type { FunctionToolDefinition } from "../model/model.ts";
+import { hostPath } from "../../environments/workspace.ts";
+import {
+  ArgumentsError,
+  parseArguments,
+  type ToolCall,
+  type ToolContext,
+  toolError,
+  type ToolProvider,
+} from "./tool.ts";
+
+/** Default and longest time a command may run. */
+export const SHELL_TIMEOUT_MS = { default: 10 * 60_000, max: 60 * 60_000 };
+
+/** How much output the item keeps, and the model reads (the end of it). */
+export const SHELL_OUTPUT_BYTES = { item: 1024 * 1024, model: 64 * 1024 };
+
+const DEFINITION: FunctionToolDefinition = {
+  type: "function",
+  name: "shell",
+  description: "Runs a shell command in the workspace and returns its output. " +
+    "`command` is an argv array, or a string run by `bash -lc`.",
+  parameters: {
+    type: "object",
+    properties: {
+      command: {
+        anyOf: [{ type: "array", items: { type: "string" } }, { type: "string" }],
+        description: "The command: an argv array, or a string for bash -lc.",
+      },
+      workdir: { type: "string", description: "The working directory (default the workspace)." },
+      timeout_ms: { type: "number", description: "Milliseconds before the command is killed." },
+    },
+    required: ["command"],
+    additionalProperties: false,
+  },
+};
+
+interface ShellArgs {
+  command: string[] | string;
+  workdir?: string;
+  timeout_ms?: number;
+}
+
+function shellArgs(text: string): ShellArgs {
+  const a = parseArguments(text);
+  for (const k of Object.keys(a)) {
+    if (!["command", "workdir", "timeout_ms"].includes(k)) {
+      throw new ArgumentsError(`unknown argument '${k}' (expected command, workdir, timeout_ms)`);
+    }
+  }
+  const c = a.command;
+  const isArgv = Array.isArray(c) && c.length > 0 && c.every((x) => typeof x === "string");
+  if (!isArgv && (typeof c !== "string" || c.trim() === "")) {
+    throw new ArgumentsError("'command' must be a non-empty array of strings or a string");
+  }
+  if (a.workdir !== undefined && typeof a.workdir !== "string") {
+    throw new ArgumentsError("'workdir' must be a string");
+  }
+  const t = a.timeout_ms;
+  if (t !== undefined && (typeof t !== "number" || !(t > 0))) {
+    throw new ArgumentsError("'timeout_ms' must be a positive number");
+  }
+  return a as unknown as ShellArgs;
+}
+
+/** How the command reads in the item: the string, or the argv quoted for a shell. */
+function displayed(command: string[] | string): string {
+  if (typeof command === "string") return command;
+  return command.map((w) => /^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replaceAll("'", `'\\''`)}'`)
+    .join(" ");
+}
+
+/** The working directory on this machine. */
+function workdirPath(context: ToolContext, workdir: string | undefined): string {
+  const workspace = context.environment!.workspace;
+  if (workdir === undefined || workdir === "" || workdir === "/workspace") return workspace;
+  if (workdir.startsWith("/workspace/")) return hostPath(workspace, workdir);
+  if (workdir.startsWith("/")) return workdir;
+  return `${workspace}/${workdir}`;
+}
+
+/** Check the identity may run commands at all. */
+function checkAllowed(context: ToolContext): void {
+  const identity = context.identity;
+  const missing = identity ? missingScope(identity.scopes, ["process:run"]) : "process:run";
+  if (missing) {
+    throw new ApiError("missing_scope", `Running commands needs the scope ${missing}`, {
+      scope: missing,
+    });
+  }
+  const endpoint = context.state.policy.endpoints.get("shell");
+  if (!endpoint?.enabled) {
+    throw new ApiError(
+      "endpoint_disabled",
+      "Commands run as the shell endpoint does, which this policy turns off",
+      { endpoint: "shell", rule: endpoint?.rule ?? undefined },
+    );
+  }
+}
+
+/** The `shell` tool. */
+export class ShellTool implements ToolProvider {
+  /** Offered only with an environment. */
+  definitions(): FunctionToolDefinition[] {
+    return [DEFINITION];
+  }
+
+  /** Calls to `shell`. */
+  handles(name: string): boolean {
+    return name === "shell";
+  }
+
+  /** Run one command. */
+  async run(call: ToolCall, context: ToolContext): Promise<string> {
+    const rec = context.recorder;
+    let args: ShellArgs | undefined;
+    let argError: string | undefined;
+    try {
+      args = shellArgs(call.arguments);
+    } catch (e) {
+      argError = (e as Error).message;
+    }
+    const outputIndex = rec.nextOutputIndex();
+    const item: Record<string, unknown> = {
+      id: newId("item"),
+      type: "command_execution",
+      command: args ? displayed(args.command) : call.arguments,
+      cwd: null,
+      duration_ms: null,
+      exit_code: null,
+      output: null,
+      status: "in_progress",
+    };
+    const added = rec.addItem(item, outputIndex);
+    const fail = (code: string, message: string) => {
+      rec.itemDone({ ...added, status: "failed", output: toolError(code, message) }, outputIndex);
+      return toolError(code, message);
+    };
+    if (!args) return fail("invalid_arguments", argError!);
+    if (!context.environment) {
+      return fail("sandbox_error", "this session has no environment to run commands in");
+    }
+    let entry;
+    const started = performance.now();
+    let cwd: string;
+    const out = new TailBuffer(SHELL_OUTPUT_BYTES.item);
+    const decoder = new TextDecoder();
+    try {
+      checkAllowed(context);
+      const rules = commandRules(context.state.policy);
+      const inner = typeof args.command === "string"
+        ? [shellPath(), "-lc", guardShellCommand(rules, args.command, "command")]
+        : guardArgv(rules, args.command, "command");
+      cwd = await guardCwd(context.state, workdirPath(context, args.workdir));
+      const env = guardedEnvironment(context.state, context.environment.env);
+      const timeoutMs = Math.min(args.timeout_ms ?? SHELL_TIMEOUT_MS.default, SHELL_TIMEOUT_MS.max);
+      entry = spawnShell(
+        context.state,
+        context.identity!.id,
+        { argv: [...context.environment.networkPrefix, ...inner], cwd, env, timeoutMs },
+        (_type, bytes) => {
+          out.push(bytes);
+          const delta = decoder.decode(bytes, { stream: true });
+          if (delta !== "") {
+            rec.emit({
+              type: "agent.output.command_execution_output.delta",
+              item_id: added.id,
+              output_index: outputIndex,
+              delta,
+            });
+          }
+        },
+      );
+    } catch (e) {
+      if (e instanceof ApiError) {
+        context.audit("shell", e);
+        return fail(e.code, e.message);
+      }
+      return fail("sandbox_error", (e as Error).message);
+    }
+    const kill = () => entry.process.kill("SIGKILL");
+    context.signal.addEventListener("abort", kill, { once: true });
+    let exit;
+    try {
+      exit = await entry.process.exited;
+    } finally {
+      context.signal.removeEventListener("abort", kill);
+    }
+    const output = out.text();
+    context.attributes["process.command_line"] = added.command as string;
+    context.attributes["process.exit.code"] = exit.exitCode;
+    const duration = Math.round(performance.now() - started);
+    rec.itemDone({
+      ...added,
+      cwd,
+      duration_ms: duration,
+      exit_code: exit.exitCode,
+      output,
+      status: context.signal.aborted ? "incomplete" : "completed",
+    }, outputIndex);
+    const shown = output.length > SHELL_OUTPUT_BYTES.model
+      ? `[${output.length - SHELL_OUTPUT_BYTES.model} earlier characters left out]\n` +
+        output.slice(-SHELL_OUTPUT_BYTES.model)
+      : output;
+    const timedOut = exit.timedOut ? " (killed: timeout)" : "";
+    return `Exit code: ${exit.exitCode}${timedOut}\nWall time: ${
+      (duration / 1000).toFixed(1)
+    } seconds\nOutput:\n${shown}`;
+  }
+}

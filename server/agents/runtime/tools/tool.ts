@@ -1,0 +1,105 @@
+/**
+ * The tools a turn offers the model are providers behind one interface, so that more can be
+ * plugged in (MCP servers, subagent delegation) without touching the loop: each says which
+ * function tools it offers and runs the calls to them, recording its own items and events
+ * through the turn's recorder, and answers the text the model sees.
+ *
+ * A refusal by a guard (scope, path, command, environment) is not an exception out of the
+ * loop: the provider answers it as a tool error carrying the guard's code, which the model
+ * reads, and the refusal is audited.
+ *
+ * @module
+ */
+
+import type { ApiError } from "../../../errors.ts";
+import type { Identity } from "../../../policy/compile.ts";
+import type { ServerState } from "../../../state.ts";
+import type { FunctionToolDefinition } from "../model/model.ts";
+import type { TurnRecorder } from "../recorder.ts";
+
+/** The environment a turn works in. */
+export interface ToolEnvironment {
+  /** The environment's id. */
+  id: string;
+  /** Its workspace on this machine (what `/workspace` stands for). */
+  workspace: string;
+  /** The variables its processes get (already through the environment guard). */
+  env: Record<string, string>;
+  /** The argv prefix that takes its network away, or `[]`. */
+  networkPrefix: string[];
+}
+
+/** What a tool call runs with. */
+export interface ToolContext {
+  /** The server. */
+  state: ServerState;
+  /** The identity that owns the session, or undefined when the policy no longer has it. */
+  identity: Identity | undefined;
+  /** The environment, or null for a session without one. */
+  environment: ToolEnvironment | null;
+  /** Aborts when the turn is cancelled. */
+  signal: AbortSignal;
+  /** Where the call records its items and events. */
+  recorder: TurnRecorder;
+  /** Write a refusal to the audit log. */
+  audit(tool: string, error: ApiError): void;
+  /** Attributes of the call's trace span, filled in by the tool (command, exit code). */
+  attributes: Record<string, string | number | boolean>;
+}
+
+/** One call the model made. */
+export interface ToolCall {
+  /** The call id. */
+  callId: string;
+  /** The function's name. */
+  name: string;
+  /** Its arguments, as JSON text. */
+  arguments: string;
+}
+
+/** A source of tools. */
+export interface ToolProvider {
+  /** The function tools offered to the model. */
+  definitions(): FunctionToolDefinition[];
+  /** Whether a call to `name` is this provider's. */
+  handles(name: string): boolean;
+  /** Run a call; answers what the model reads as the call's output. */
+  run(call: ToolCall, context: ToolContext): Promise<string>;
+}
+
+/**
+ * The text a model reads for a refused or failed call.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { toolError } from "./tool.ts";
+ * assert.equal(toolError("command_not_allowed", "rm is not allowed"), "error (command_not_allowed): rm is not allowed");
+ * ```
+ */
+export function toolError(code: string, message: string): string {
+  return `error (${code}): ${message}`;
+}
+
+/** Parse a call's JSON arguments into an object, or throw a message for the model. */
+export function parseArguments(text: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text || "{}");
+  } catch {
+    throw new ArgumentsError("the arguments are not valid JSON");
+  }
+  if (!value || typeof value !== "object" || Array.isArray(value)) {
+    throw new ArgumentsError("the arguments must be a JSON object");
+  }
+  return value as Record<string, unknown>;
+}
+
+/** Arguments a tool cannot use. */
+export class ArgumentsError extends Error {
+  /** Make one. */
+  constructor(message: string) {
+    super(message);
+    this.name = "ArgumentsError";
+  }
+}
