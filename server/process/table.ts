@@ -8,6 +8,8 @@
  * @module
  */
 
+import { confinements } from "../confine/confinement.ts";
+import type { Spawner } from "../confine/spawner.ts";
 import { ApiError } from "../errors.ts";
 import type { ServerState, Service } from "../state.ts";
 import { OutputLog, type StreamName } from "./output.ts";
@@ -74,7 +76,13 @@ export interface EntryOptions {
  */
 export class ProcessTable implements Service {
   readonly #entries = new Map<number, ProcessEntry>();
+  readonly #spawnerFor: (identity: string) => Spawner | null;
   #closed = false;
+
+  /** A table whose processes start on `spawnerFor(identity)` (none: unconfined). */
+  constructor(spawnerFor: (identity: string) => Spawner | null = () => null) {
+    this.#spawnerFor = spawnerFor;
+  }
 
   /** Start a process and list it. Throws what spawning throws. */
   spawn(request: SpawnRequest, options: EntryOptions): ProcessEntry {
@@ -93,6 +101,7 @@ export class ProcessTable implements Service {
       ? (type: StreamName, bytes: Uint8Array) =>
         log.append(type, decoders[type].decode(bytes, { stream: true }), bytes.byteLength)
       : options.onChunk ?? (() => {});
+    request.spawner ??= this.#spawnerFor(options.identity) ?? undefined;
     const process = new ManagedProcess(request, onChunk);
     const entry: ProcessEntry = {
       process,
@@ -178,5 +187,8 @@ export class ProcessTable implements Service {
  * ```
  */
 export function processTable(state: ServerState): ProcessTable {
-  return state.service("process", () => new ProcessTable());
+  return state.service(
+    "process",
+    () => new ProcessTable((identity) => confinements(state).spawner(identity)),
+  );
 }
