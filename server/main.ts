@@ -19,7 +19,7 @@
 import { parseArgs } from "node:util";
 import { HANDLERS } from "./handlers/mod.ts";
 import { jsonLinesSink } from "./middleware/audit/index.ts";
-import { hideFromSameUser } from "./hardening.ts";
+import { closeInheritedOnExec, hideFromSameUser } from "./hardening.ts";
 import { narrowedServerArgv } from "./launch.ts";
 import { compilePolicy } from "./policy/compile.ts";
 import { loadPolicyFile, PolicyLoadError } from "./policy/load.ts";
@@ -55,6 +55,7 @@ type Args = ReturnType<typeof parse>;
 
 async function launch(args: Args, raw: string[]): Promise<number> {
   hideFromSameUser();
+  closeInheritedOnExec();
   const file = args.policy ? await loadPolicyFile(args.policy) : undefined;
   const env = Deno.env.toObject();
   let token = env.SVC_SERVER_TOKEN;
@@ -100,6 +101,7 @@ async function launch(args: Args, raw: string[]): Promise<number> {
 
 async function serve(args: Args): Promise<number> {
   hideFromSameUser();
+  closeInheritedOnExec();
   const auditFile = args["audit-log"]
     ? await Deno.open(args["audit-log"], { append: true, create: true })
     : undefined;

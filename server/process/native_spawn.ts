@@ -32,6 +32,7 @@ import {
   POSIX_SPAWN_SETSIGMASK,
 } from "../libc/index.ts";
 import type { Spawner } from "../confine/spawner.ts";
+import { ApiError } from "../errors.ts";
 import { locateProgram, searchDirs } from "./locate_program.ts";
 
 /** What the child's descriptors 0, 1 and 2 are. */
@@ -48,6 +49,9 @@ export interface ChildStdio {
 const ATTR_BYTES = 512;
 const FILE_ACTIONS_BYTES = 256;
 const SIGSET_BYTES = 128;
+
+/** `access(2)`: may execute. */
+const X_OK = 1;
 
 /** The shell `execvp` runs a script without `#!` with. */
 const SCRIPT_SHELL = "/bin/sh";
@@ -239,6 +243,16 @@ export function spawnLeader(
   const candidates = found !== undefined || name.includes("/")
     ? [found ?? name]
     : searchDirs(env.PATH, cwd).map((dir) => `${dir}/${name}`);
+  // A confined child may not execute what the server found first (a PATH directory outside
+  // what it may run, such as a shim in a home directory): go on along PATH, as execvp does
+  // after EACCES.
+  const bare = located ? name.slice(name.lastIndexOf("/") + 1) : name;
+  if (spawner && !bare.includes("/") && candidates.length === 1) {
+    for (const dir of searchDirs(env.PATH, cwd)) {
+      const path = `${dir}/${bare}`;
+      if (path !== candidates[0]) candidates.push(path);
+    }
+  }
   let denied = false;
   let last = ENOENT;
   for (const path of candidates) {
@@ -248,5 +262,17 @@ export function spawnLeader(
     if (r.errno === EACCES) denied = true;
     else if (r.errno !== ENOENT && r.errno !== ENOTDIR) break;
   }
-  throw spawnError(denied && (last === ENOENT || last === ENOTDIR) ? EACCES : last, name);
+  const code = denied && (last === ENOENT || last === ENOTDIR) ? EACCES : last;
+  if (spawner && code === EACCES) {
+    // The server itself may execute it: the confinement refused, not the file's mode.
+    const executable = candidates.some((p) => libc().access(encoder.encode(p + "\0"), X_OK) === 0);
+    if (executable) {
+      throw new ApiError(
+        "process_denied",
+        `${name}: executing it is outside what processes may run here (paths.allow, allow_commands)`,
+        { param: "argv" },
+      );
+    }
+  }
+  throw spawnError(code, name);
 }
