@@ -22,6 +22,7 @@ import { confinements } from "../../confine/confinement.ts";
 import type { Spawner } from "../../confine/spawner.ts";
 import { parseNumstat, parseStatus } from "./git_parse.ts";
 import {
+  enclosingRepository,
   GIT_SAFETY_OPTIONS,
   gitEnvironment,
   linkedPaths,
@@ -90,6 +91,9 @@ async function openRepository(c: Context<ServerEnv>): Promise<Repository> {
     "--git-common-dir",
   ]);
   if (where.exit.exitCode !== 0) {
+    // A repository the confinement kept git from reading is refused as the guard would.
+    const outer = enclosingRepository(path);
+    if (outer !== null) guardPath(state, outer, "read", "path");
     throw new ApiError("not_found", `${path} is not inside a git repository`);
   }
   const [top, gitDir, common] = where.stdout.trim().split("\n");

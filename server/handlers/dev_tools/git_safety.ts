@@ -21,7 +21,8 @@
  * @module
  */
 
-import { resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { pathKind } from "../../confine/fs_probe.ts";
 import { ApiError } from "../../errors.ts";
 
 /** `-c` options for every git command the server runs. */
@@ -128,4 +129,16 @@ export async function linkedPaths(gitDir: string, commonDir: string): Promise<st
     if (l && !l.startsWith("#")) out.push(resolve(commonDir, "objects", l));
   }
   return out;
+}
+
+/**
+ * The nearest folder at or above `path` holding a `.git`, looked up through libc (the confined
+ * git, and the narrowed server, may not look outside the allowed paths): what git would have
+ * found had it been allowed to read there. Null when there is none.
+ */
+export function enclosingRepository(path: string): string | null {
+  for (let dir = path;; dir = dirname(dir)) {
+    if (pathKind(join(dir, ".git")) !== null) return dir;
+    if (dir === dirname(dir)) return null;
+  }
 }

@@ -16,6 +16,7 @@ import { join } from "node:path";
 import { z } from "zod";
 import { ApiError } from "../../errors.ts";
 import { commandRules, guardShellCommand } from "../../guards/commands/index.ts";
+import { confinements } from "../../confine/confinement.ts";
 import { shell } from "../../process/spawn.ts";
 import type { ServerState } from "../../state.ts";
 import { DEFAULT_MAX_OUTPUT, guardCwd, guardedEnvironment, readJson } from "../process/request.ts";
@@ -94,13 +95,20 @@ export const runCode: EndpointHandler = async (c) => {
   const body = await readJson(c, RunCodeBody);
   const language = allowedLanguage(state, body.language);
   if (language === "bash") guardShellCommand(commandRules(state.policy), body.code, "code");
+  // The runtime is a program like any other: allow_commands must admit it (the kernel enforces
+  // it too, as the confinement executes only the programs the list admits).
+  else {guardShellCommand(
+      commandRules(state.policy),
+      language === "python" ? "python3" : "deno",
+      "language",
+    );}
   const env = guardedEnvironment(state, body.env);
   const cwd = await guardCwd(state, body.cwd);
   if (language === "javascript" || language === "typescript") {
     Object.assign(env, { NO_COLOR: "1", DENO_NO_UPDATE_CHECK: "1" });
   }
-  const dir = join(state.stateDir, "code");
-  await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+  // The confinement's own directory: the one place under the state directory its process reads.
+  const dir = confinements(state).scratchDir(c.var.identity.id);
   const file = join(dir, `${crypto.randomUUID()}${EXTENSIONS[language]}`);
   await Deno.writeTextFile(file, body.code, { mode: 0o600 });
   try {
