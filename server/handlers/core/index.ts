@@ -4,6 +4,7 @@
  * @module
  */
 
+import { confinementWarnings } from "../../confine/confinement.ts";
 import type { Context } from "hono";
 import { type EndpointGroup, ENDPOINTS_BY_ID, GROUPS } from "../../endpoints.ts";
 import { ApiError } from "../../errors.ts";
@@ -108,7 +109,7 @@ export function capabilitiesDocument(state: ServerState, identity: Identity) {
     scopes: identity.scopes,
     preset: policy.preset,
     configured: policy.configured,
-    warnings: policy.warnings,
+    warnings: [...policy.warnings, ...confinementWarnings()],
     endpoints,
     groups,
     group_summary: summary,
