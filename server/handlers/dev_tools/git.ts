@@ -93,7 +93,11 @@ async function openRepository(c: Context<ServerEnv>): Promise<Repository> {
   if (where.exit.exitCode !== 0) {
     // A repository the confinement kept git from reading is refused as the guard would.
     const outer = enclosingRepository(path);
-    if (outer !== null) guardPath(state, outer, "read", "path");
+    if (outer !== null) {
+      guardPath(state, outer, "read", "path");
+      const dotGit = `${outer}/.git`;
+      for (const p of await linkedPaths(dotGit, dotGit)) guardPath(state, p, "read", "path");
+    }
     throw new ApiError("not_found", `${path} is not inside a git repository`);
   }
   const [top, gitDir, common] = where.stdout.trim().split("\n");
