@@ -20,6 +20,8 @@ import { parseArgs } from "node:util";
 import { HANDLERS } from "./handlers/mod.ts";
 import { jsonLinesSink } from "./middleware/audit/index.ts";
 import { closeInheritedOnExec, hideFromSameUser } from "./hardening.ts";
+import { resolve } from "node:path";
+import { protectPath } from "./confine/confinement.ts";
 import { narrowedServerArgv } from "./launch.ts";
 import { compilePolicy } from "./policy/compile.ts";
 import { loadPolicyFile, PolicyLoadError } from "./policy/load.ts";
@@ -102,6 +104,8 @@ async function launch(args: Args, raw: string[]): Promise<number> {
 async function serve(args: Args): Promise<number> {
   hideFromSameUser();
   closeInheritedOnExec();
+  // The audit log and the policy file (identities' tokens) are no business of any process.
+  for (const secret of [args["audit-log"], args.policy]) if (secret) protectPath(resolve(secret));
   const auditFile = args["audit-log"]
     ? await Deno.open(args["audit-log"], { append: true, create: true })
     : undefined;
