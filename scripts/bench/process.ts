@@ -14,6 +14,10 @@
  * group leader); `bash -c true` (what a shell string costs without the fast path for plain
  * commands); and `GET /process` (the HTTP round trip and pipeline with no process at all).
  *
+ * Confinement: a second server with `SANDBAR_CONFINEMENT=off` answers the same `shell` of `true`
+ * in the same rounds, so the cost of starting each process on a Landlock-confined spawner thread
+ * (the hop to that thread and back) is printed as a ratio and a difference of p50s.
+ *
  * `deno run -A scripts/bench/process.ts [--runs 400]`
  *
  * @module
@@ -40,6 +44,10 @@ export async function main(args: string[] = Deno.args): Promise<number> {
   using client = await Http1Client.connect(server.url, {
     authorization: `Bearer ${server.token}`,
   });
+  await using open = await startTestServer({ env: { SANDBAR_CONFINEMENT: "off" } });
+  using openClient = await Http1Client.connect(open.url, {
+    authorization: `Bearer ${open.token}`,
+  });
   const body = JSON.stringify({ cmd: "true" });
   const env = Deno.env.toObject();
   const bare = (program: string, args: string[]) => async () => {
@@ -54,6 +62,10 @@ export async function main(args: string[] = Deno.args): Promise<number> {
       if (result.exit_code !== 0) throw new Error(`shell failed: ${res.text}`);
     }],
     ["bare Deno.Command true", bare("true", [])],
+    ['server shell "true" (unconfined)', async () => {
+      const res = await openClient.request("POST", "/process/shell", body);
+      if (JSON.parse(res.text).exit_code !== 0) throw new Error(`shell failed: ${res.text}`);
+    }],
     ['server shell "true" (Deno fetch)', async () => {
       const res = await server.fetch("/process/shell", {
         method: "POST",
@@ -98,6 +110,12 @@ export async function main(args: string[] = Deno.args): Promise<number> {
   const baseline = p50("bare Deno.Command true");
   const ratio = p50('server shell "true"') / baseline;
   console.log(`ratio server shell / bare true (p50): ${ratio.toFixed(2)} (goal <= 1.3)`);
+  const confined = p50('server shell "true"');
+  const unconfined = p50('server shell "true" (unconfined)');
+  console.log(
+    `confinement: shell "true" confined / unconfined (p50): ${(confined / unconfined).toFixed(2)}` +
+      `, ${fmt(confined - unconfined)} per process start (goal < 1 ms)`,
+  );
   for (const [name] of cases.slice(2)) {
     console.log(`ratio ${name} / bare true (p50): ${(p50(name) / baseline).toFixed(2)}`);
   }
