@@ -20,7 +20,7 @@ import type { PathRule } from "./landlock.ts";
 const IDLE = 0;
 const REQUEST = 1;
 const QUIT = 2;
-const DONE = 3;
+// 3 (done) is set by the worker once the call returned: anything but REQUEST ends the wait.
 const READY_SLOT = 14;
 /** How long a spawn may wait for a worker still starting. */
 const START_TIMEOUT_MS = 30_000;
