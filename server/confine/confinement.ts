@@ -9,7 +9,6 @@
  * - `git`: the server's own git runs for the `git` endpoints: reads `paths.allow`, writes only its
  *   scratch directory (its `HOME`), and executes git alone (no shell: a configuration that names
  *   a program cannot start it).
- * - `tool`: other helper programs the server runs (`df`, `ss`, `python3 -I`): read-only.
  *
  * Each confinement also has a scratch directory of its own under the state directory, readable
  * and writable by its processes only (`run_code` puts its source files there).
@@ -36,7 +35,7 @@ import {
 import { Spawner } from "./spawner.ts";
 
 /** What a confined process is for. */
-export type ConfinementKind = "process" | "git" | "tool";
+export type ConfinementKind = "process" | "git";
 
 /** The Landlock ABI that scopes signals and abstract unix sockets. */
 const SCOPING_ABI = 6;
@@ -148,9 +147,6 @@ export class Confinements implements Service {
     if (kind === "git") {
       const exec = [...allowedExecutables(["git"], false), "/usr/lib/git-core"];
       return { readWrite: [], readOnly: policy.paths.allow, scratch, withheld, exec };
-    }
-    if (kind === "tool") {
-      return { readWrite: [], readOnly: policy.paths.allow, scratch, withheld, exec: null };
     }
     const allow = policy.allowCommands;
     const deno = allow === undefined || allow.includes("deno") ? [denoBinaryDir()] : [];
