@@ -92,6 +92,10 @@ export function protectPath(path: string): void {
   protectedPaths.add(path);
 }
 
+function isInsideTree(path: string, tree: string): boolean {
+  return path === tree || path.startsWith(tree.endsWith("/") ? tree : tree + "/");
+}
+
 function isLiteralPath(p: string): boolean {
   return p.startsWith("/") && !/[*?[\]{}]/.test(p);
 }
@@ -117,6 +121,19 @@ export class Confinements implements Service {
     Deno.mkdirSync(dir, { recursive: true, mode: 0o700 });
     this.#scratch.set(key, dir);
     return dir;
+  }
+
+  /**
+   * `env` as a confined process of `identity` gets it: a `HOME` outside `paths.allow` (which the
+   * process could not read: git, pip and most tools then fail) becomes the identity's scratch
+   * directory, private to its processes. Unchanged where processes run unconfined.
+   */
+  environment(identity: string, env: Record<string, string>): Record<string, string> {
+    if (confinementUnavailable()) return env;
+    const home = env.HOME;
+    const allow = this.#state.policy.paths.allow;
+    if (home !== undefined && allow.some((t) => isInsideTree(home, t))) return env;
+    return { ...env, HOME: this.scratchDir(identity) };
   }
 
   /**

@@ -9,7 +9,6 @@
  */
 
 import { confinements } from "../confine/confinement.ts";
-import type { Spawner } from "../confine/spawner.ts";
 import { ApiError } from "../errors.ts";
 import type { ServerState, Service } from "../state.ts";
 import { OutputLog, type StreamName } from "./output.ts";
@@ -76,12 +75,12 @@ export interface EntryOptions {
  */
 export class ProcessTable implements Service {
   readonly #entries = new Map<number, ProcessEntry>();
-  readonly #spawnerFor: (identity: string) => Spawner | null;
+  readonly #confine: ((identity: string, request: SpawnRequest) => void) | null;
   #closed = false;
 
-  /** A table whose processes start on `spawnerFor(identity)` (none: unconfined). */
-  constructor(spawnerFor: (identity: string) => Spawner | null = () => null) {
-    this.#spawnerFor = spawnerFor;
+  /** A table whose requests `confine` fits to their identity's confinement (none: unconfined). */
+  constructor(confine: ((identity: string, request: SpawnRequest) => void) | null = null) {
+    this.#confine = confine;
   }
 
   /** Start a process and list it. Throws what spawning throws. */
@@ -101,7 +100,7 @@ export class ProcessTable implements Service {
       ? (type: StreamName, bytes: Uint8Array) =>
         log.append(type, decoders[type].decode(bytes, { stream: true }), bytes.byteLength)
       : options.onChunk ?? (() => {});
-    request.spawner ??= this.#spawnerFor(options.identity) ?? undefined;
+    if (!request.spawner) this.#confine?.(options.identity, request);
     const process = new ManagedProcess(request, onChunk);
     const entry: ProcessEntry = {
       process,
@@ -189,6 +188,11 @@ export class ProcessTable implements Service {
 export function processTable(state: ServerState): ProcessTable {
   return state.service(
     "process",
-    () => new ProcessTable((identity) => confinements(state).spawner(identity)),
+    () =>
+      new ProcessTable((identity, request) => {
+        const confined = confinements(state);
+        request.spawner = confined.spawner(identity) ?? undefined;
+        request.env = confined.environment(identity, request.env);
+      }),
   );
 }

@@ -35,7 +35,7 @@ export const ptyCreate: EndpointHandler = async (c) => {
       shell: program,
       args: body.args,
       cwd,
-      env,
+      env: confinements(state).environment(c.var.identity.id, env),
       size: { cols: body.cols, rows: body.rows },
       idleTimeoutMs: body.idle_timeout * 1000,
       spawner: confinements(state).spawner(c.var.identity.id) ?? undefined,
