@@ -154,7 +154,14 @@ export class Confinements implements Service {
   /** The plan of one confinement (exported for the tests and the docs). */
   plan(identity: string, kind: ConfinementKind): ConfinementPlan {
     const policy = this.#state.policy;
-    const withheld: Withheld[] = [{ path: this.#state.stateDir, remove: ALL }];
+    const withheld: Withheld[] = [
+      { path: this.#state.stateDir, remove: ALL },
+      // Granted by rules of their own (see rules.ts), never through a wide `paths.allow` such as
+      // `/`: the files of other processes in /proc hold their environments.
+      { path: "/proc", remove: ALL },
+      { path: "/dev", remove: ALL },
+      { path: "/sys", remove: WRITE },
+    ];
     for (const p of protectedPaths) withheld.push({ path: p, remove: ALL });
     for (const p of policy.paths.deny) {
       if (isLiteralPath(p)) withheld.push({ path: p, remove: ALL });
