@@ -168,3 +168,19 @@ Deno.test("run_code JavaScript reads no file outside the allowed paths", async (
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("a process cannot signal the server or its launcher", async () => {
+  await using server = await startTestServer();
+  const out = await shell(
+    server,
+    `kill -KILL $PPID ${
+      serverPid(server)
+    } ${server.pid}; echo rc=$?; sleep 5 & kill $!; wait $!; echo own=$?`,
+  );
+  assert.match(out, /rc=1/);
+  // Its own children it may still signal.
+  assert.match(out, /own=143/);
+  const health = await server.fetch("/health");
+  assert.equal(health.status, 200);
+  await health.body?.cancel();
+});
