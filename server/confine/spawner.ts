@@ -108,7 +108,18 @@ export class Spawner {
     w[6] = address(envp);
     Atomics.store(this.#state, 0, REQUEST);
     Atomics.notify(this.#state, 0);
-    while (Atomics.load(this.#state, 0) === REQUEST) Atomics.wait(this.#state, 0, REQUEST, 1000);
+    // posix_spawn returns once the child has called exec: a thread that does not answer in this
+    // long is gone, and the spawner is not used again (the event loop, which would report the
+    // worker's death, is the thread waiting here).
+    const deadline = Date.now() + START_TIMEOUT_MS;
+    while (Atomics.load(this.#state, 0) === REQUEST) {
+      if (Date.now() > deadline) {
+        this.#failure = "the spawner thread did not answer";
+        Atomics.store(this.#state, READY_SLOT, -1);
+        throw new Error(`confinement failed: ${this.#failure}`);
+      }
+      Atomics.wait(this.#state, 0, REQUEST, 1000);
+    }
     const result = this.#state[1];
     Atomics.store(this.#state, 0, IDLE);
     return result;
