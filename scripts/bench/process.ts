@@ -24,6 +24,9 @@
  */
 
 import { parseArgs } from "node:util";
+import { landlockAbi } from "../../server/confine/landlock.ts";
+import { planRules } from "../../server/confine/rules.ts";
+import { Spawner } from "../../server/confine/spawner.ts";
 import { NativeChild } from "../../server/process/native_child.ts";
 import { nativeSpawnSupported } from "../../server/process/native_spawn.ts";
 import { startTestServer } from "../../tests/helpers/server.ts";
@@ -90,6 +93,20 @@ export async function main(args: string[] = Deno.args): Promise<number> {
       if (status.code !== 0) throw new Error("true failed");
     }]);
   }
+  // The same spawn on a Landlock-confined spawner thread, in this process: the hop's own cost.
+  let spawner: Spawner | undefined;
+  if (nativeSpawnSupported() && landlockAbi() > 0) {
+    spawner = new Spawner(planRules({ readWrite: [Deno.cwd()], withheld: [], exec: null }));
+    await spawner.ready;
+    const confined = spawner;
+    cases.push(["FFI posix_spawn true (confined thread)", async () => {
+      const spec = { argv: ["true"], cwd: "/", env, stdin: false, spawner: confined };
+      const child = new NativeChild(spec, () => {});
+      const status = await child.status;
+      await child.drained;
+      if (status.code !== 0) throw new Error("true failed");
+    }]);
+  }
   const times = new Map(cases.map(([name]) => [name, [] as number[]]));
   for (let i = 0; i < WARMUP + runs; i++) {
     // A new order each round: whatever the server does after answering (GC, the audit line)
@@ -116,6 +133,13 @@ export async function main(args: string[] = Deno.args): Promise<number> {
     `confinement: shell "true" confined / unconfined (p50): ${(confined / unconfined).toFixed(2)}` +
       `, ${fmt(confined - unconfined)} per process start (goal < 1 ms)`,
   );
+  if (spawner) {
+    spawner.close();
+    const hop = p50("FFI posix_spawn true (confined thread)") - p50("FFI posix_spawn true (alone)");
+    console.log(
+      `confinement in this process: ${fmt(hop)} per spawn (confined thread - main thread)`,
+    );
+  }
   for (const [name] of cases.slice(2)) {
     console.log(`ratio ${name} / bare true (p50): ${(p50(name) / baseline).toFixed(2)}`);
   }
