@@ -26,7 +26,9 @@ import { parseArgs } from "node:util";
 import { agentsConfig, agentsSecretVariables, resolveDataDir } from "./agents/config.ts";
 import { HANDLERS } from "./handlers/mod.ts";
 import { jsonLinesSink } from "./pipeline/audit.ts";
-import { hideFromSameUser } from "./hardening.ts";
+import { closeInheritedOnExec, hideFromSameUser } from "./hardening.ts";
+import { resolve } from "node:path";
+import { protectPath } from "./confine/confinement.ts";
 import { narrowedServerArgv } from "./launch.ts";
 import { compilePolicy } from "./policy/compile.ts";
 import { loadPolicyFile, PolicyLoadError } from "./policy/load.ts";
@@ -108,6 +110,7 @@ type Args = ReturnType<typeof parse>;
 async function launch(args: Args, raw: string[]): Promise<number> {
   hideFromSameUser();
   await checkRoot(args.root);
+  closeInheritedOnExec();
   const file = args.policy ? await loadPolicyFile(args.policy) : undefined;
   const env = Deno.env.toObject();
   let token = env.SVC_SERVER_TOKEN;
@@ -156,6 +159,9 @@ async function launch(args: Args, raw: string[]): Promise<number> {
 async function serve(args: Args): Promise<number> {
   hideFromSameUser();
   await checkRoot(args.root);
+  closeInheritedOnExec();
+  // The audit log and the policy file (identities' tokens) are no business of any process.
+  for (const secret of [args["audit-log"], args.policy]) if (secret) protectPath(resolve(secret));
   const auditFile = args["audit-log"]
     ? await Deno.open(args["audit-log"], { append: true, create: true })
     : undefined;

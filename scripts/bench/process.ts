@@ -14,12 +14,19 @@
  * group leader); `bash -c true` (what a shell string costs without the fast path for plain
  * commands); and `GET /process` (the HTTP round trip and pipeline with no process at all).
  *
+ * Confinement: a second server with `SANDBAR_CONFINEMENT=off` answers the same `shell` of `true`
+ * in the same rounds, so the cost of starting each process on a Landlock-confined spawner thread
+ * (the hop to that thread and back) is printed as a ratio and a difference of p50s.
+ *
  * `deno run -A scripts/bench/process.ts [--runs 400]`
  *
  * @module
  */
 
 import { parseArgs } from "node:util";
+import { landlockAbi } from "../../server/confine/landlock.ts";
+import { planRules } from "../../server/confine/rules.ts";
+import { Spawner } from "../../server/confine/spawner.ts";
 import { NativeChild } from "../../server/process/native_child.ts";
 import { nativeSpawnSupported } from "../../server/process/native_spawn.ts";
 import { startTestServer } from "../../tests/helpers/server.ts";
@@ -40,6 +47,10 @@ export async function main(args: string[] = Deno.args): Promise<number> {
   using client = await Http1Client.connect(server.url, {
     authorization: `Bearer ${server.token}`,
   });
+  await using open = await startTestServer({ env: { SANDBAR_CONFINEMENT: "off" } });
+  using openClient = await Http1Client.connect(open.url, {
+    authorization: `Bearer ${open.token}`,
+  });
   const body = JSON.stringify({ cmd: "true" });
   const env = Deno.env.toObject();
   const bare = (program: string, args: string[]) => async () => {
@@ -54,6 +65,10 @@ export async function main(args: string[] = Deno.args): Promise<number> {
       if (result.exit_code !== 0) throw new Error(`shell failed: ${res.text}`);
     }],
     ["bare Deno.Command true", bare("true", [])],
+    ['server shell "true" (unconfined)', async () => {
+      const res = await openClient.request("POST", "/process/shell", body);
+      if (JSON.parse(res.text).exit_code !== 0) throw new Error(`shell failed: ${res.text}`);
+    }],
     ['server shell "true" (Deno fetch)', async () => {
       const res = await server.fetch("/process/shell", {
         method: "POST",
@@ -73,6 +88,20 @@ export async function main(args: string[] = Deno.args): Promise<number> {
   if (nativeSpawnSupported()) {
     cases.push(["FFI posix_spawn true (alone)", async () => {
       const child = new NativeChild({ argv: ["true"], cwd: "/", env, stdin: false }, () => {});
+      const status = await child.status;
+      await child.drained;
+      if (status.code !== 0) throw new Error("true failed");
+    }]);
+  }
+  // The same spawn on a Landlock-confined spawner thread, in this process: the hop's own cost.
+  let spawner: Spawner | undefined;
+  if (nativeSpawnSupported() && landlockAbi() > 0) {
+    spawner = new Spawner(planRules({ readWrite: [Deno.cwd()], withheld: [], exec: null }));
+    await spawner.ready;
+    const confined = spawner;
+    cases.push(["FFI posix_spawn true (confined thread)", async () => {
+      const spec = { argv: ["true"], cwd: "/", env, stdin: false, spawner: confined };
+      const child = new NativeChild(spec, () => {});
       const status = await child.status;
       await child.drained;
       if (status.code !== 0) throw new Error("true failed");
@@ -98,6 +127,19 @@ export async function main(args: string[] = Deno.args): Promise<number> {
   const baseline = p50("bare Deno.Command true");
   const ratio = p50('server shell "true"') / baseline;
   console.log(`ratio server shell / bare true (p50): ${ratio.toFixed(2)} (goal <= 1.3)`);
+  const confined = p50('server shell "true"');
+  const unconfined = p50('server shell "true" (unconfined)');
+  console.log(
+    `confinement: shell "true" confined / unconfined (p50): ${(confined / unconfined).toFixed(2)}` +
+      `, ${fmt(confined - unconfined)} per process start (goal < 1 ms)`,
+  );
+  if (spawner) {
+    spawner.close();
+    const hop = p50("FFI posix_spawn true (confined thread)") - p50("FFI posix_spawn true (alone)");
+    console.log(
+      `confinement in this process: ${fmt(hop)} per spawn (confined thread - main thread)`,
+    );
+  }
   for (const [name] of cases.slice(2)) {
     console.log(`ratio ${name} / bare true (p50): ${(p50(name) / baseline).toFixed(2)}`);
   }

@@ -14,6 +14,7 @@
  * @module
  */
 
+import { confinements } from "../confine/confinement.ts";
 import { join } from "node:path";
 import { ManagedProcess } from "../process/spawn.ts";
 import type { ServerState } from "../state.ts";
@@ -39,13 +40,17 @@ interface Pending {
  */
 export async function spawnKernelBridge(
   state: ServerState,
+  identity: string,
   env: Record<string, string>,
   onLine: (line: string) => void,
   onStderr: (text: string) => void,
 ): Promise<ManagedProcess> {
   const python = await kernelPython(env);
   if (!python) throw notInstalled();
-  const dir = join(state.stateDir, "code");
+  // The bridge and its kernels run confined as the identity's other processes do, so its files
+  // live in that confinement's own directory: the rest of the state directory is closed to it.
+  const confined = confinements(state);
+  const dir = join(confined.scratchDir(identity), "code");
   await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
   const script = join(dir, "kernel_bridge.py");
   await Deno.writeTextFile(script, KERNEL_BRIDGE_SOURCE, { mode: 0o600 });
@@ -66,9 +71,10 @@ export async function spawnKernelBridge(
     {
       argv: [python, "-u", script],
       cwd: dir,
-      env: { ...env, ...jupyter, PYTHONDONTWRITEBYTECODE: "1" },
+      env: { ...confined.environment(identity, env), ...jupyter, PYTHONDONTWRITEBYTECODE: "1" },
       timeoutMs: 0,
       stdin: true,
+      spawner: confined.spawner(identity) ?? undefined,
     },
     (type, bytes) => {
       if (type === "stderr") return onStderr(errors.decode(bytes, { stream: true }));
@@ -101,10 +107,15 @@ export class KernelBridge {
   private constructor() {}
 
   /** Start a bridge. */
-  static async start(state: ServerState, env: Record<string, string>): Promise<KernelBridge> {
+  static async start(
+    state: ServerState,
+    identity: string,
+    env: Record<string, string>,
+  ): Promise<KernelBridge> {
     const bridge = new KernelBridge();
     bridge.#process = await spawnKernelBridge(
       state,
+      identity,
       env,
       (line) => bridge.#onLine(line),
       (text) => (bridge.#stderr = (bridge.#stderr + text).slice(-4096)),

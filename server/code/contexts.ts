@@ -73,7 +73,8 @@ export class CodeContexts implements Service {
   readonly #state: ServerState;
   readonly #contexts = new Map<string, Context>();
   readonly #defaults = new Map<string, Promise<Context>>();
-  #bridge: Promise<KernelBridge> | undefined;
+  /** One bridge per identity: its kernels share its confinement, never another identity's. */
+  readonly #bridges = new Map<string, Promise<KernelBridge>>();
   #closed = false;
 
   /** Made by {@linkcode codeContexts}. */
@@ -81,19 +82,24 @@ export class CodeContexts implements Service {
     this.#state = state;
   }
 
-  #bridgeFor(): Promise<KernelBridge> {
+  #bridgeFor(identity: string): Promise<KernelBridge> {
     if (this.#closed) throw new Error("the server is shutting down");
-    const current = this.#bridge;
-    this.#bridge = (async () => {
+    const current = this.#bridges.get(identity);
+    const next = (async () => {
       const b = await current?.catch(() => undefined);
       if (b?.alive) return b;
       // A bridge that died took its kernels with it: forget their contexts.
-      if (b) this.#contexts.clear();
-      return await KernelBridge.start(this.#state, environmentStore(this.#state).forProcess({}));
+      if (b) {
+        for (const [id, c] of this.#contexts) if (c.identity === identity) this.#contexts.delete(id);
+      }
+      const env = environmentStore(this.#state).forProcess({});
+      return await KernelBridge.start(this.#state, identity, env);
     })();
-    const started = this.#bridge;
-    started.catch(() => (this.#bridge = undefined));
-    return started;
+    this.#bridges.set(identity, next);
+    next.catch(() => {
+      if (this.#bridges.get(identity) === next) this.#bridges.delete(identity);
+    });
+    return next;
   }
 
   /** Make a context and start its kernel. */
@@ -124,7 +130,7 @@ export class CodeContexts implements Service {
     const id = `ctx_${hex}`;
     const outputs = join(options.cwd, "outputs");
     await Deno.mkdir(outputs, { recursive: true }).catch(() => {});
-    const bridge = await this.#bridgeFor();
+    const bridge = await this.#bridgeFor(identity);
     const answer = await bridge.request({
       op: "start",
       kid: id,
@@ -199,7 +205,7 @@ export class CodeContexts implements Service {
     onEvent: (e: BridgeEvent) => void,
   ): Promise<RunOutcome> {
     const record = this.get(identity, id);
-    const bridge = await this.#bridgeFor();
+    const bridge = await this.#bridgeFor(identity);
     const before = await snapshot(record.outputs_dir);
     record.runs++;
     const answer = await bridge.request({
@@ -221,7 +227,7 @@ export class CodeContexts implements Service {
   /** A fresh kernel for the context: every variable and import is gone. */
   async restart(identity: string, id: string): Promise<ContextRecord> {
     const record = this.get(identity, id);
-    const answer = await (await this.#bridgeFor()).request({ op: "restart", kid: id });
+    const answer = await (await this.#bridgeFor(identity)).request({ op: "restart", kid: id });
     record.pid = typeof answer.pid === "number" ? answer.pid : null;
     record.restarted_at = new Date().toISOString();
     return record;
@@ -231,15 +237,18 @@ export class CodeContexts implements Service {
   async remove(identity: string, id: string): Promise<void> {
     this.get(identity, id);
     this.#contexts.delete(id);
-    await (await this.#bridgeFor()).request({ op: "stop", kid: id }).catch(() => {});
+    await (await this.#bridgeFor(identity)).request({ op: "stop", kid: id }).catch(() => {});
   }
 
   /** End every kernel with the bridge. */
   async close(): Promise<void> {
     this.#closed = true;
-    const bridge = await this.#bridge?.catch(() => undefined);
+    const bridges = await Promise.all(
+      [...this.#bridges.values()].map((b) => b.catch(() => undefined)),
+    );
+    this.#bridges.clear();
     this.#contexts.clear();
-    await bridge?.close();
+    await Promise.all(bridges.map((b) => b?.close()));
   }
 }
 

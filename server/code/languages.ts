@@ -43,6 +43,24 @@ export function allowedLanguage(state: ServerState, raw: string | undefined): La
   return language;
 }
 
+/**
+ * The programs a context of `language` executes, as `allow_commands` names them: the kernel
+ * bridge is Python for every language (it drives the kernels), then the language's own runtime.
+ * Under an allow list each must be admitted, as the confinement executes nothing else.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { runtimePrograms } from "./languages.ts";
+ * assert.deepEqual(runtimePrograms("typescript"), ["python3", "deno"]);
+ * assert.deepEqual(runtimePrograms("bash"), ["python3", "bash"]);
+ * ```
+ */
+export function runtimePrograms(language: Language): string[] {
+  const own = language === "python" ? [] : language === "bash" ? ["bash"] : ["deno"];
+  return ["python3", ...own];
+}
+
 /** What the bridge needs to start a kernel. */
 export interface KernelLaunch {
   /** `python`, `deno` or `bash` (the bridge's kinds). */

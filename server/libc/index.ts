@@ -139,6 +139,12 @@ const SYMBOLS = {
     result: "i32",
     optional: true,
   },
+  // glibc 2.34: close every descriptor from N up in the child, whatever its O_CLOEXEC.
+  posix_spawn_file_actions_addclosefrom_np: {
+    parameters: ["buffer", "i32"],
+    result: "i32",
+    optional: true,
+  },
   sigemptyset: { parameters: ["buffer"], result: "i32", optional: true },
   sigfillset: { parameters: ["buffer"], result: "i32", optional: true },
   // idtype_t, id_t, siginfo_t *, options: a look at a child's exit without reaping it.

@@ -6,6 +6,7 @@
  * @module
  */
 
+import type { Spawner } from "../confine/spawner.ts";
 import { libc, libcAvailable } from "../libc/index.ts";
 import type { StreamName } from "./output.ts";
 
@@ -24,6 +25,8 @@ export interface ChildSpec {
   stdin: boolean;
   /** `argv[0]` was just found on `PATH` (a path to an executable file): no second search. */
   located?: boolean;
+  /** The confined thread to start it on (native spawns only); none: unconfined. */
+  spawner?: Spawner;
 }
 
 /** How the leader ended, as `Deno.CommandStatus` says it. */

@@ -128,11 +128,18 @@ export class NativeChild implements SpawnedChild {
       opened.push(...err);
       const input = spec.stdin ? pipe() : null;
       if (input) opened.push(...input);
-      pid = spawnLeader(spec.argv, spec.cwd, spec.env, {
-        stdin: input?.[0] ?? null,
-        stdout: out[1],
-        stderr: err[1],
-      }, spec.located);
+      pid = spawnLeader(
+        spec.argv,
+        spec.cwd,
+        spec.env,
+        {
+          stdin: input?.[0] ?? null,
+          stdout: out[1],
+          stderr: err[1],
+        },
+        spec.located,
+        spec.spawner,
+      );
       // The child has its copies; ours of its ends must go, or the pipes never reach EOF.
       for (const fd of [out[1], err[1], input?.[0] ?? -1]) {
         closeFd(fd);

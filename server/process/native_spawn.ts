@@ -5,8 +5,9 @@
  * `posix_spawn` is a `clone(CLONE_VM | CLONE_VFORK)` and one `exec`, and it reports a failed
  * `chdir` or `exec` as its return value.
  *
- * The child gets: descriptors 0, 1 and 2 from `dup2` file actions (every descriptor of the server
- * is `O_CLOEXEC`, so nothing else is inherited); the working directory from
+ * The child gets: descriptors 0, 1 and 2 from `dup2` file actions, and no other (a
+ * `closefrom(3)` file action, glibc 2.34, closes even a descriptor the server inherited without
+ * `O_CLOEXEC` from whoever started it); the working directory from
  * `posix_spawn_file_actions_addchdir_np` (glibc 2.29); exactly the given environment; an empty
  * signal mask and every signal at its default action (Deno ignores `SIGPIPE`, and an ignored
  * signal would stay ignored across `exec`: `yes | head -1` would never end `yes` by `SIGPIPE`).
@@ -30,6 +31,8 @@ import {
   POSIX_SPAWN_SETSIGDEF,
   POSIX_SPAWN_SETSIGMASK,
 } from "../libc/index.ts";
+import type { Spawner } from "../confine/spawner.ts";
+import { ApiError } from "../errors.ts";
 import { locateProgram, searchDirs } from "./locate_program.ts";
 
 /** What the child's descriptors 0, 1 and 2 are. */
@@ -46,6 +49,9 @@ export interface ChildStdio {
 const ATTR_BYTES = 512;
 const FILE_ACTIONS_BYTES = 256;
 const SIGSET_BYTES = 128;
+
+/** `access(2)`: may execute. */
+const X_OK = 1;
 
 /** The shell `execvp` runs a script without `#!` with. */
 const SCRIPT_SHELL = "/bin/sh";
@@ -161,6 +167,7 @@ function spawnOnce(
   envp: BigUint64Array,
   cwd: Uint8Array,
   stdio: ChildStdio,
+  spawner?: Spawner,
 ): { pid: number } | { errno: number } {
   const c = libc();
   const actions = new Uint8Array(FILE_ACTIONS_BYTES);
@@ -174,13 +181,19 @@ function spawnOnce(
       : c.posix_spawn_file_actions_adddup2!(actions, stdio.stdin, 0)) ||
       c.posix_spawn_file_actions_adddup2!(actions, stdio.stdout, 1) ||
       c.posix_spawn_file_actions_adddup2!(actions, stdio.stderr, 2) ||
-      c.posix_spawn_file_actions_addchdir_np!(actions, cwd);
+      c.posix_spawn_file_actions_addchdir_np!(actions, cwd) ||
+      (c.posix_spawn_file_actions_addclosefrom_np
+        ? c.posix_spawn_file_actions_addclosefrom_np(actions, 3)
+        : 0);
     if (failed) {
       return { errno: failed };
     }
     const file = encoder.encode(path + "\0");
     const pid = new Int32Array(1);
-    const r = c.posix_spawn!(pid, file, actions, spawnAttributes(), cStringArray(argv), envp);
+    const args = cStringArray(argv);
+    const r = spawner
+      ? spawner.posixSpawn(pid, file, actions, spawnAttributes(), args, envp)
+      : c.posix_spawn!(pid, file, actions, spawnAttributes(), args, envp);
     return r === 0 ? { pid: pid[0] } : { errno: r };
   } finally {
     c.posix_spawn_file_actions_destroy!(actions);
@@ -199,6 +212,7 @@ export function spawnLeader(
   env: Record<string, string>,
   stdio: ChildStdio,
   located = false,
+  spawner?: Spawner,
 ): number {
   // Before the PATH search, which would look for the name cut at the NUL.
   for (const s of [...argv, cwd]) {
@@ -208,9 +222,10 @@ export function spawnLeader(
   const cwdBytes = encoder.encode(cwd + "\0");
   const name = argv[0];
   const run = (path: string) => {
-    const r = spawnOnce(path, argv, envp, cwdBytes, stdio);
+    const r = spawnOnce(path, argv, envp, cwdBytes, stdio, spawner);
     if (!("errno" in r) || r.errno !== ENOEXEC) return r;
-    return spawnOnce(SCRIPT_SHELL, [SCRIPT_SHELL, path, ...argv.slice(1)], envp, cwdBytes, stdio);
+    const script = [SCRIPT_SHELL, path, ...argv.slice(1)];
+    return spawnOnce(SCRIPT_SHELL, script, envp, cwdBytes, stdio, spawner);
   };
   const found = located ? name : locateProgram(name, cwd, env.PATH);
   if (found === null) throw new Deno.errors.NotFound(`${name} not found`);
@@ -218,6 +233,16 @@ export function spawnLeader(
   const candidates = found !== undefined || name.includes("/")
     ? [found ?? name]
     : searchDirs(env.PATH, cwd).map((dir) => `${dir}/${name}`);
+  // A confined child may not execute what the server found first (a PATH directory outside
+  // what it may run, such as a shim in a home directory): go on along PATH, as execvp does
+  // after EACCES.
+  const bare = located ? name.slice(name.lastIndexOf("/") + 1) : name;
+  if (spawner && !bare.includes("/") && candidates.length === 1) {
+    for (const dir of searchDirs(env.PATH, cwd)) {
+      const path = `${dir}/${bare}`;
+      if (path !== candidates[0]) candidates.push(path);
+    }
+  }
   let denied = false;
   let last = ENOENT;
   for (const path of candidates) {
@@ -227,5 +252,17 @@ export function spawnLeader(
     if (r.errno === EACCES) denied = true;
     else if (r.errno !== ENOENT && r.errno !== ENOTDIR) break;
   }
-  throw spawnError(denied && (last === ENOENT || last === ENOTDIR) ? EACCES : last, name);
+  const code = denied && (last === ENOENT || last === ENOTDIR) ? EACCES : last;
+  if (spawner && code === EACCES) {
+    // The server itself may execute it: the confinement refused, not the file's mode.
+    const executable = candidates.some((p) => libc().access(encoder.encode(p + "\0"), X_OK) === 0);
+    if (executable) {
+      throw new ApiError(
+        "process_denied",
+        `${name}: executing it is outside what processes may run here (paths.allow, allow_commands)`,
+        { param: "argv" },
+      );
+    }
+  }
+  throw spawnError(code, name);
 }

@@ -15,6 +15,7 @@
  * @module
  */
 
+import type { Spawner } from "../confine/spawner.ts";
 import type { ChildSpec, ChunkListener, SpawnedChild } from "./child.ts";
 import { CommandChild } from "./command_child.ts";
 import { directArgv } from "./direct.ts";
@@ -39,6 +40,8 @@ export interface SpawnRequest {
   stdin?: boolean;
   /** Text to write to stdin before closing it (implies a pipe). */
   stdinText?: string;
+  /** The confined thread that starts it (see `server/confine/`); none: unconfined. */
+  spawner?: Spawner;
 }
 
 /** How a process ended. */
@@ -121,6 +124,7 @@ export class ManagedProcess {
       env: line.env,
       stdin: request.stdin === true || request.stdinText !== undefined,
       located: line.located,
+      spawner: request.spawner,
     };
     this.#child = nativeSpawnSupported()
       ? new NativeChild(spec, onChunk)

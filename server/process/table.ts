@@ -8,6 +8,7 @@
  * @module
  */
 
+import { confinements } from "../confine/confinement.ts";
 import { ApiError } from "../errors.ts";
 import type { ServerState, Service } from "../state.ts";
 import { OutputLog, type StreamName } from "./output.ts";
@@ -69,7 +70,13 @@ export interface EntryOptions {
  */
 export class ProcessTable implements Service {
   readonly #entries = new Map<number, ProcessEntry>();
+  readonly #confine: ((identity: string, request: SpawnRequest) => void) | null;
   #closed = false;
+
+  /** A table whose requests `confine` fits to their identity's confinement (none: unconfined). */
+  constructor(confine: ((identity: string, request: SpawnRequest) => void) | null = null) {
+    this.#confine = confine;
+  }
 
   /** Start a process and list it. Throws what spawning throws. */
   spawn(request: SpawnRequest, options: EntryOptions): ProcessEntry {
@@ -88,6 +95,7 @@ export class ProcessTable implements Service {
       ? (type: StreamName, bytes: Uint8Array) =>
         log.append(type, decoders[type].decode(bytes, { stream: true }), bytes.byteLength)
       : options.onChunk ?? (() => {});
+    if (!request.spawner) this.#confine?.(options.identity, request);
     const process = new ManagedProcess(request, onChunk);
     const entry: ProcessEntry = {
       process,
@@ -168,5 +176,13 @@ export class ProcessTable implements Service {
  * The server's process table (one per server).
  */
 export function processTable(state: ServerState): ProcessTable {
-  return state.service("process", () => new ProcessTable());
+  return state.service(
+    "process",
+    () =>
+      new ProcessTable((identity, request) => {
+        const confined = confinements(state);
+        request.spawner = confined.spawner(identity) ?? undefined;
+        request.env = confined.environment(identity, request.env);
+      }),
+  );
 }

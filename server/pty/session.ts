@@ -15,7 +15,8 @@
 
 import { Scrollback } from "./scrollback.ts";
 import { hangUpSession } from "./session_kill.ts";
-import { spawnOnTerminal } from "./spawn.ts";
+import { spawnOnTerminal, type TerminalChild } from "./spawn.ts";
+import type { Spawner } from "../confine/spawner.ts";
 import { PseudoTerminal } from "./terminal.ts";
 import type { WindowSize } from "./pair.ts";
 
@@ -66,6 +67,8 @@ export interface TerminalOptions {
   idleTimeoutMs: number;
   /** Bytes of scrollback kept. */
   scrollbackBytes: number;
+  /** The confined thread its shell starts on (none: unconfined). */
+  spawner?: Spawner;
 }
 
 /** Backpressure: pause reading while a client has more than this queued ... */
@@ -95,7 +98,7 @@ export class Terminal {
   exit: TerminalExit | null = null;
   #size: WindowSize;
   readonly #term: PseudoTerminal;
-  readonly #child: Deno.ChildProcess;
+  readonly #child: TerminalChild;
   readonly #scrollback: Scrollback;
   readonly #clients = new Map<TerminalClient, { overSince: number | null }>();
   #reason: EndReason | undefined;
@@ -115,6 +118,7 @@ export class Terminal {
         args: options.args,
         cwd: options.cwd,
         env: options.env,
+        spawner: options.spawner,
       });
     } catch (e) {
       this.#term.close();

@@ -236,7 +236,6 @@ Deno.test("a hostile repository's configuration runs nothing", async () => {
     printf 'x filter=evil diff=evil\\n' > .gitattributes
     printf 'hello\\n' > x
     git add . && git commit -qm init
-    git config core.fsmonitor 'touch ${marker}.fsmonitor; false'
     git config filter.evil.clean 'touch ${marker}.clean; cat'
     git config filter.evil.process 'touch ${marker}.process'
     git config diff.evil.command 'touch ${marker}.diff'

@@ -123,7 +123,9 @@ class Lexer {
     const s = this.#s;
     while (this.#i < s.length) {
       const ch = s[this.#i];
-      if (ch === " " || ch === "\t" || ch === "\r") {
+      // A carriage return is no blank to bash: it is part of a word (`x\r#` is one word, not a
+      // word and a comment), as it must be here, or the guard would skip what bash runs.
+      if (ch === " " || ch === "\t") {
         this.#i++;
       } else if (ch === "\\" && s[this.#i + 1] === "\n") {
         this.#i += 2;
@@ -158,7 +160,7 @@ class Lexer {
 
   #atWordStart(): boolean {
     const prev = this.#s[this.#i - 1];
-    return prev === undefined || METACHARS.has(prev) || prev === "\r";
+    return prev === undefined || METACHARS.has(prev);
   }
 
   #atCommandStart(): boolean {
@@ -381,7 +383,7 @@ export function readWord(s: string, start: number): { word: Word; end: number } 
   const assigns: string[] = [];
   let openBracket = false;
   const procSub = (at: number) => (s[at] === "<" || s[at] === ">") && s[at + 1] === "(";
-  while (i < s.length && (!METACHARS.has(s[i]) || procSub(i)) && s[i] !== "\r") {
+  while (i < s.length && (!METACHARS.has(s[i]) || procSub(i))) {
     const ch = s[i];
     if (ch === "\\") {
       quoted = true;

@@ -4,6 +4,7 @@
  * @module
  */
 
+import { confinementWarnings } from "../../confine/confinement.ts";
 import { z } from "zod";
 import { type EndpointGroup, ENDPOINTS_BY_ID, GROUPS } from "../../endpoints.ts";
 import { decidePath, type PathOperation } from "../../guards/paths/index.ts";
@@ -102,7 +103,7 @@ export function capabilitiesDocument(state: ServerState, identity: Identity) {
     scopes: identity.scopes,
     preset: policy.preset,
     configured: policy.configured,
-    warnings: policy.warnings,
+    warnings: [...policy.warnings, ...confinementWarnings()],
     endpoints,
     groups,
     group_summary: summary,

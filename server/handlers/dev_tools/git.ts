@@ -18,8 +18,17 @@ import { environmentStore } from "../../process/environment.ts";
 import { type CapturedRun, runCaptured } from "../../process/run.ts";
 import type { ServerEnv, ServerState } from "../../state.ts";
 import type { EndpointHandler } from "../types.ts";
+import { confinements } from "../../confine/confinement.ts";
+import type { Spawner } from "../../confine/spawner.ts";
 import { parseNumstat, parseStatus } from "./git_parse.ts";
 import { queryBool, queryInt } from "../../request.ts";
+import {
+  enclosingRepository,
+  GIT_SAFETY_OPTIONS,
+  gitEnvironment,
+  linkedPaths,
+  refuseRunningConfig,
+} from "./git_safety.ts";
 
 const GIT_TIMEOUT_MS = 30000;
 
@@ -33,12 +42,17 @@ interface Repository {
   env: Record<string, string>;
   /** `-c` options that switch off what could run a program. */
   safety: string[];
+  /** The confined thread git starts on (none where the kernel cannot confine). */
+  spawner?: Spawner;
 }
 
-async function git(repo: { path: string; env: Record<string, string> }, args: string[], head = 0) {
+type GitRun = { path: string; env: Record<string, string>; spawner?: Spawner };
+
+async function git(repo: GitRun, args: string[], head = 0) {
   try {
+    const { path: cwd, env, spawner } = repo;
     return await runCaptured(
-      { argv: ["git", ...args], cwd: repo.path, env: repo.env, timeoutMs: GIT_TIMEOUT_MS },
+      { argv: ["git", ...args], cwd, env, timeoutMs: GIT_TIMEOUT_MS, spawner },
       head || 16 << 20,
       head ? "head" : "tail",
     );
@@ -63,23 +77,39 @@ async function openRepository(c: Context<ServerEnv>): Promise<Repository> {
   if (!g.exists) throw new ApiError("not_found", `${g.path} does not exist`);
   const st = await Deno.stat(g.path);
   const path = st.isDirectory ? g.path : dirname(g.path);
-  const env = {
-    ...environmentStore(state).forProcess(),
-    GIT_TERMINAL_PROMPT: "0",
-    GIT_OPTIONAL_LOCKS: "0",
-    GIT_LITERAL_PATHSPECS: "1",
-    GIT_PAGER: "cat",
-    LC_ALL: "C",
-  };
-  const where = await git({ path, env }, ["rev-parse", "--show-toplevel", "--absolute-git-dir"]);
+  const identity = c.var.identity.id;
+  const confined = confinements(state);
+  const env = gitEnvironment(
+    environmentStore(state).forProcess(),
+    confined.scratchDir(identity, "git"),
+  );
+  const run: GitRun = { path, env, spawner: confined.spawner(identity, "git") ?? undefined };
+  const where = await git(run, [
+    ...GIT_SAFETY_OPTIONS,
+    "rev-parse",
+    "--show-toplevel",
+    "--absolute-git-dir",
+    "--git-common-dir",
+  ]);
   if (where.exit.exitCode !== 0) {
+    // A repository the confinement kept git from reading is refused as the guard would.
+    const outer = enclosingRepository(path);
+    if (outer !== null) {
+      guardPath(state, outer, "read", "path");
+      const dotGit = `${outer}/.git`;
+      for (const p of await linkedPaths(dotGit, dotGit)) guardPath(state, p, "read", "path");
+    }
     throw new ApiError("not_found", `${path} is not inside a git repository`);
   }
-  const [top, gitDir] = where.stdout.trim().split("\n");
+  const [top, gitDir, common] = where.stdout.trim().split("\n");
+  const commonDir = resolve(path, common ?? gitDir);
   // The repository must lie inside the allowed paths as a whole, not just the folder asked.
-  guardPath(state, top, "read", "path");
-  guardPath(state, gitDir, "read", "path");
-  const filters = await git({ path, env }, [
+  for (const p of [top, gitDir, commonDir, ...await linkedPaths(gitDir, commonDir)]) {
+    guardPath(state, p, "read", "path");
+  }
+  const config = await git(run, [...GIT_SAFETY_OPTIONS, "config", "-z", "--list"]);
+  refuseRunningConfig(config.stdout);
+  const filters = await git(run, [
     "config",
     "-z",
     "--name-only",
@@ -91,7 +121,7 @@ async function openRepository(c: Context<ServerEnv>): Promise<Repository> {
       n !== undefined
     ),
   );
-  const safety = ["-c", "core.fsmonitor=false"];
+  const safety = [...GIT_SAFETY_OPTIONS];
   for (const name of names) {
     safety.push(
       "-c",
@@ -102,7 +132,7 @@ async function openRepository(c: Context<ServerEnv>): Promise<Repository> {
       `filter.${name}.process=`,
     );
   }
-  return { path, top, env, safety };
+  return { path, top, env, safety, spawner: run.spawner };
 }
 
 /** `GET /git/status`. */

@@ -15,7 +15,7 @@
 import { z } from "zod";
 import { ApiError } from "../../errors.ts";
 import { codeContexts, type ContextRecord } from "../../code/contexts.ts";
-import { allowedLanguage, type Language } from "../../code/languages.ts";
+import { allowedLanguage, type Language, runtimePrograms } from "../../code/languages.ts";
 import { eventLine, RunCollector } from "../../code/run_result.ts";
 import { commandRules, guardShellCommand } from "../../guards/commands/index.ts";
 import { envRules, guardEnv } from "../../guards/env/index.ts";
@@ -80,6 +80,16 @@ function checkKeys(body: Body, action: (typeof ACTIONS)[number]): void {
   }
 }
 
+/**
+ * The kernel bridge and the language's runtime are programs like any other: `allow_commands` must
+ * admit them (the confinement executes only what the list admits, so the kernel would refuse
+ * them anyway; this says so before anything starts).
+ */
+function admitRuntime(state: ServerState, language: Language): void {
+  const rules = commandRules(state.policy);
+  for (const program of runtimePrograms(language)) guardShellCommand(rules, program, "language");
+}
+
 /** `POST /code/run`. */
 export const runCode: EndpointHandler = async (c) => {
   const state = c.var.state;
@@ -91,6 +101,7 @@ export const runCode: EndpointHandler = async (c) => {
   switch (action) {
     case "create_context": {
       const language = allowedLanguage(state, body.language);
+      admitRuntime(state, language);
       const env = guardedEnvironment(state, body.env);
       const cwd = await guardCwd(state, body.cwd);
       const envKeys = Object.keys((body.env ?? {}) as Record<string, unknown>);
@@ -107,6 +118,7 @@ export const runCode: EndpointHandler = async (c) => {
   if (body.code === undefined) refuse("code", "code is required");
   const context = await contextOf(state, identity, body);
   const language = context.language;
+  admitRuntime(state, language);
   if (language === "bash") guardShellCommand(commandRules(state.policy), body.code, "code");
   const env = runEnv(state, language, body.env);
   const timeoutS = body.timeout ?? DEFAULT_TIMEOUT;

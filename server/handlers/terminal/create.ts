@@ -18,6 +18,7 @@ import { guardCwd } from "../process/request.ts";
 import type { EndpointHandler } from "../types.ts";
 import { guardShell, shellEnvironment } from "./guards.ts";
 import { terminals } from "./lookup.ts";
+import { confinements } from "../../confine/confinement.ts";
 import { CreateBody } from "./schema.ts";
 import { viewTerminal } from "./view.ts";
 
@@ -35,9 +36,10 @@ export const ptyCreate: EndpointHandler = async (c) => {
       shell: program,
       args: body.args,
       cwd,
-      env,
+      env: confinements(state).environment(c.var.identity.id, env),
       size: { cols: body.cols, rows: body.rows },
       idleTimeoutMs: body.idle_timeout * 1000,
+      spawner: confinements(state).spawner(c.var.identity.id) ?? undefined,
     });
   } catch (e) {
     if (e instanceof TooManyTerminalsError) {

@@ -1,0 +1,203 @@
+/**
+ * The confinements of a server: one confined spawner thread per identity and kind of process,
+ * made on first use and ended with the server. Kinds:
+ *
+ * - `process`: what an identity runs (shells, background processes, terminals, `run_code`):
+ *   reads and writes under `paths.allow` (never under `read_only` for writes, never the
+ *   server's state directory or its secrets), reads the system, and executes anything readable,
+ *   or under `allow_commands` only those programs, the shells and the dynamic loader.
+ * - `git`: the server's own git runs for the `git` endpoints: reads `paths.allow`, writes only its
+ *   scratch directory (its `HOME`), and executes git alone (no shell: a configuration that names
+ *   a program cannot start it).
+ *
+ * Each confinement also has a scratch directory of its own under the state directory, readable
+ * and writable by its processes only (`run_code` puts its source files there).
+ *
+ * Where the kernel has no Landlock, the native spawn is unavailable or `SANDBAR_CONFINEMENT=off`
+ * is set, processes start unconfined and {@linkcode confinementWarnings} says so (the
+ * capabilities document lists it under `warnings`).
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import { nativeSpawnSupported } from "../process/native_spawn.ts";
+import type { ServerState, Service } from "../state.ts";
+import { landlockAbi } from "./landlock.ts";
+import {
+  allowedExecutables,
+  type ConfinementPlan,
+  denoBinaryDir,
+  planRules,
+  type Withheld,
+  WRITE,
+} from "./rules.ts";
+import { Spawner } from "./spawner.ts";
+
+/** What a confined process is for. */
+export type ConfinementKind = "process" | "git";
+
+/** The Landlock ABI that scopes signals and abstract unix sockets. */
+const SCOPING_ABI = 6;
+const ALL = (1n << 16n) - 1n;
+
+/** Why processes run unconfined here, or null when they are confined. */
+export function confinementUnavailable(): string | null {
+  if (Deno.env.get("SANDBAR_CONFINEMENT") === "off") {
+    return "kernel confinement is off (SANDBAR_CONFINEMENT=off): processes the server starts are held only by the string guards";
+  }
+  if (!nativeSpawnSupported()) {
+    return "processes are started by Deno.Command (no libc spawn here): the kernel does not confine them, only the string guards do";
+  }
+  if (landlockAbi() < 1) {
+    return "this kernel has no Landlock: processes the server starts are held only by the string guards (paths, commands), not by the kernel";
+  }
+  return null;
+}
+
+/**
+ * What the capabilities document says about confinement: nothing when every process is
+ * confined in full.
+ *
+ * @example
+ * ```ts ignore
+ * const warnings = [...policy.warnings, ...confinementWarnings()];
+ * ```
+ */
+export function confinementWarnings(): string[] {
+  const missing = confinementUnavailable();
+  if (missing) return [missing];
+  const abi = landlockAbi();
+  if (abi < SCOPING_ABI) {
+    return [
+      `Landlock ABI ${abi} (6 scopes signals and abstract sockets): processes the server starts may signal other processes of its user`,
+    ];
+  }
+  return [];
+}
+
+/** Paths no process the server starts may touch, besides the state directory. */
+const protectedPaths = new Set<string>();
+
+/**
+ * Withhold `path` (the audit log, the policy file, a data directory) from every process the
+ * server starts from now on.
+ *
+ * @example
+ * ```ts ignore
+ * protectPath("/var/log/sandbar/audit.jsonl");
+ * ```
+ */
+export function protectPath(path: string): void {
+  protectedPaths.add(path);
+}
+
+function isInsideTree(path: string, tree: string): boolean {
+  return path === tree || path.startsWith(tree.endsWith("/") ? tree : tree + "/");
+}
+
+function isLiteralPath(p: string): boolean {
+  return p.startsWith("/") && !/[*?[\]{}]/.test(p);
+}
+
+/** The per-server set of confined spawners. */
+export class Confinements implements Service {
+  readonly #state: ServerState;
+  readonly #spawners = new Map<string, Spawner>();
+  readonly #scratch = new Map<string, string>();
+
+  /** Confinements for `state`'s policy. */
+  constructor(state: ServerState) {
+    this.#state = state;
+  }
+
+  /** The scratch directory of a confinement (made on first ask). */
+  scratchDir(identity: string, kind: ConfinementKind = "process"): string {
+    const key = `${kind}\0${identity}`;
+    let dir = this.#scratch.get(key);
+    if (dir) return dir;
+    const safe = identity.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 64);
+    dir = join(this.#state.stateDir, "confined", `${kind}-${safe}-${this.#scratch.size}`);
+    Deno.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    this.#scratch.set(key, dir);
+    return dir;
+  }
+
+  /**
+   * `env` as a confined process of `identity` gets it: a `HOME` outside `paths.allow` (which the
+   * process could not read: git, pip and most tools then fail) becomes the identity's scratch
+   * directory, private to its processes. Unchanged where processes run unconfined.
+   */
+  environment(identity: string, env: Record<string, string>): Record<string, string> {
+    if (confinementUnavailable()) return env;
+    const home = env.HOME;
+    const allow = this.#state.policy.paths.allow;
+    if (home !== undefined && allow.some((t) => isInsideTree(home, t))) return env;
+    return { ...env, HOME: this.scratchDir(identity) };
+  }
+
+  /**
+   * The spawner for `identity`'s processes of `kind`, or null where processes run unconfined
+   * (see {@linkcode confinementWarnings}).
+   */
+  spawner(identity: string, kind: ConfinementKind = "process"): Spawner | null {
+    if (confinementUnavailable()) return null;
+    const key = `${kind}\0${identity}`;
+    let s = this.#spawners.get(key);
+    if (!s) {
+      s = new Spawner(planRules(this.plan(identity, kind)));
+      this.#spawners.set(key, s);
+    }
+    return s;
+  }
+
+  /** The plan of one confinement (exported for the tests and the docs). */
+  plan(identity: string, kind: ConfinementKind): ConfinementPlan {
+    const policy = this.#state.policy;
+    const withheld: Withheld[] = [
+      { path: this.#state.stateDir, remove: ALL },
+      // Granted by rules of their own (see rules.ts), never through a wide `paths.allow` such as
+      // `/`: the files of other processes in /proc hold their environments.
+      { path: "/proc", remove: ALL },
+      { path: "/dev", remove: ALL },
+      { path: "/sys", remove: WRITE },
+    ];
+    for (const p of protectedPaths) withheld.push({ path: p, remove: ALL });
+    for (const p of policy.paths.deny) {
+      if (isLiteralPath(p)) withheld.push({ path: p, remove: ALL });
+    }
+    for (const p of policy.paths.readOnly) withheld.push({ path: p, remove: WRITE });
+    const scratch = this.scratchDir(identity, kind);
+    if (kind === "git") {
+      const exec = [...allowedExecutables(["git"], false), "/usr/lib/git-core"];
+      return { readWrite: [], readOnly: policy.paths.allow, scratch, withheld, exec };
+    }
+    const allow = policy.allowCommands;
+    const deno = allow === undefined || allow.includes("deno") ? [denoBinaryDir()] : [];
+    return {
+      readWrite: policy.paths.allow,
+      readOnly: deno,
+      scratch,
+      withheld,
+      exec: allow === undefined ? null : [...allowedExecutables(allow), ...deno],
+    };
+  }
+
+  /** End every spawner thread. */
+  close(): void {
+    for (const s of this.#spawners.values()) s.close();
+    this.#spawners.clear();
+  }
+}
+
+/**
+ * The server's confinements.
+ *
+ * @example
+ * ```ts ignore
+ * const spawner = confinements(c.var.state).spawner(c.var.identity.id);
+ * ```
+ */
+export function confinements(state: ServerState): Confinements {
+  return state.service("confine", () => new Confinements(state));
+}

@@ -1,0 +1,136 @@
+/**
+ * A confined spawner: one Deno worker (an OS thread) per confinement, which restricts its own
+ * thread with Landlock once and then makes `posix_spawn` calls for the main thread. Landlock
+ * domains and `no_new_privs` belong to a thread and pass to every process it starts, so each
+ * child is confined from its first instruction without running any code between `fork` and
+ * `exec` (which Deno cannot). The main thread stays unconfined: the server's own file work is
+ * bounded by Deno's permissions instead.
+ *
+ * Calls are synchronous, as `posix_spawn` is on the main thread: the request (six pointers into
+ * buffers the caller keeps alive) goes through a `SharedArrayBuffer`, and the main thread waits
+ * on it with `Atomics.wait` while the worker spawns. Layout of the shared words (little endian):
+ * int32 0 the state (idle, request, quit, done), int32 1 the result, uint64 1-6 the pointers,
+ * int32 14 whether the restriction succeeded (1) or failed (-1).
+ *
+ * @module
+ */
+
+import type { PathRule } from "./landlock.ts";
+
+const IDLE = 0;
+const REQUEST = 1;
+const QUIT = 2;
+// 3 (done) is set by the worker once the call returned: anything but REQUEST ends the wait.
+const READY_SLOT = 14;
+/** How long a spawn may wait for a worker still starting. */
+const START_TIMEOUT_MS = 30_000;
+
+/** What a spawner's `posix_spawn` takes: the caller's buffers (or null). */
+export type SpawnBuffer = Uint8Array | Int32Array | BigUint64Array | null;
+
+function address(buffer: SpawnBuffer): bigint {
+  if (buffer === null) return 0n;
+  return BigInt(Deno.UnsafePointer.value(Deno.UnsafePointer.of(buffer as Uint8Array)));
+}
+
+/**
+ * One confined spawner thread.
+ *
+ * @example
+ * ```ts ignore
+ * const spawner = new Spawner(rules);
+ * await spawner.ready;
+ * const rc = spawner.posixSpawn(pid, path, actions, attr, argv, envp);
+ * spawner.close();
+ * ```
+ */
+export class Spawner {
+  /** Resolves once the thread is restricted; rejects with why it could not be. */
+  readonly ready: Promise<void>;
+  readonly #shared = new SharedArrayBuffer(64);
+  readonly #state = new Int32Array(this.#shared);
+  readonly #words = new BigUint64Array(this.#shared);
+  readonly #worker: Worker;
+  #failure: string | null = null;
+  #closed = false;
+
+  /** Start the worker and have it restrict itself to `rules`. */
+  constructor(rules: readonly PathRule[]) {
+    this.#worker = new Worker(new URL("./spawner_worker.ts", import.meta.url), {
+      type: "module",
+      name: "sandbar-spawner",
+    });
+    const ready = Promise.withResolvers<void>();
+    this.ready = ready.promise;
+    this.ready.catch(() => {});
+    this.#worker.onmessage = (e: MessageEvent<{ error: string | null }>) => {
+      if (e.data.error === null) ready.resolve();
+      else {
+        this.#failure = e.data.error;
+        ready.reject(new Error(`confinement failed: ${e.data.error}`));
+      }
+    };
+    this.#worker.onerror = (e) => {
+      e.preventDefault();
+      this.#failure = e.message;
+      Atomics.store(this.#state, READY_SLOT, -1);
+      ready.reject(new Error(`confinement failed: ${e.message}`));
+    };
+    this.#worker.postMessage({ shared: this.#shared, rules });
+  }
+
+  /**
+   * `posix_spawn(pid, path, actions, attr, argv, envp)` on the confined thread: its return
+   * value. Blocks while the worker is still starting (once). Throws when the thread could not
+   * be restricted: a process is never started less confined than asked.
+   */
+  posixSpawn(
+    pid: Int32Array,
+    path: Uint8Array,
+    actions: SpawnBuffer,
+    attr: SpawnBuffer,
+    argv: BigUint64Array,
+    envp: BigUint64Array,
+  ): number {
+    if (this.#closed) throw new Error("the spawner is closed");
+    if (Atomics.load(this.#state, READY_SLOT) === 0) {
+      Atomics.wait(this.#state, READY_SLOT, 0, START_TIMEOUT_MS);
+    }
+    if (Atomics.load(this.#state, READY_SLOT) !== 1) {
+      throw new Error(`confinement failed: ${this.#failure ?? "the spawner did not start"}`);
+    }
+    const w = this.#words;
+    w[1] = address(pid);
+    w[2] = address(path);
+    w[3] = address(actions);
+    w[4] = address(attr);
+    w[5] = address(argv);
+    w[6] = address(envp);
+    Atomics.store(this.#state, 0, REQUEST);
+    Atomics.notify(this.#state, 0);
+    // posix_spawn returns once the child has called exec: a thread that does not answer in this
+    // long is gone, and the spawner is not used again (the event loop, which would report the
+    // worker's death, is the thread waiting here).
+    const deadline = Date.now() + START_TIMEOUT_MS;
+    while (Atomics.load(this.#state, 0) === REQUEST) {
+      if (Date.now() > deadline) {
+        this.#failure = "the spawner thread did not answer";
+        Atomics.store(this.#state, READY_SLOT, -1);
+        throw new Error(`confinement failed: ${this.#failure}`);
+      }
+      Atomics.wait(this.#state, 0, REQUEST, 1000);
+    }
+    const result = this.#state[1];
+    Atomics.store(this.#state, 0, IDLE);
+    return result;
+  }
+
+  /** End the worker. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    Atomics.store(this.#state, 0, QUIT);
+    Atomics.notify(this.#state, 0);
+    this.#worker.terminate();
+  }
+}
