@@ -8,6 +8,7 @@
  * @module
  */
 
+import { confinements } from "../confine/confinement.ts";
 import { join } from "node:path";
 import { ApiError } from "../errors.ts";
 import { environmentStore } from "../process/environment.ts";
@@ -90,7 +91,9 @@ export class CodeContexts implements Service {
       if (b?.alive) return b;
       // A bridge that died took its kernels with it: forget their contexts.
       if (b) {
-        for (const [id, c] of this.#contexts) if (c.identity === identity) this.#contexts.delete(id);
+        for (const [id, c] of this.#contexts) {
+          if (c.identity === identity) this.#contexts.delete(id);
+        }
       }
       const env = environmentStore(this.#state).forProcess({});
       return await KernelBridge.start(this.#state, identity, env);
@@ -138,7 +141,12 @@ export class CodeContexts implements Service {
       argv: launch.argv,
       interrupt: launch.interrupt,
       cwd: options.cwd,
-      env: { ...options.env, ...launch.env, SANDBAR_OUTPUTS_DIR: outputs },
+      // A HOME outside paths.allow is closed to a confined kernel: it gets the identity's own.
+      env: confinements(this.#state).environment(identity, {
+        ...options.env,
+        ...launch.env,
+        SANDBAR_OUTPUTS_DIR: outputs,
+      }),
     }).catch((e) => {
       throw new ApiError("process_invalid", `The ${options.language} kernel did not start: ${e}`, {
         param: "language",
