@@ -25,6 +25,7 @@
  */
 
 export { type SandbarServer, startServer, type StartServerOptions } from "./serve.ts";
+export type { SchedulerClock } from "./agents/automations/schedule.ts";
 export {
   ENDPOINT_ROWS,
   type EndpointGroup,

@@ -9,6 +9,7 @@ import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { agentsConfig, resolveDataDir } from "./agents/config.ts";
 import { AGENTS_SERVICE, AgentsService } from "./agents/service.ts";
+import type { SchedulerClock } from "./agents/automations/schedule.ts";
 import { buildApps } from "./app.ts";
 import { CommandRegistry } from "./commands/registry.ts";
 import { ConnectionGuard } from "./connection_guard.ts";
@@ -62,6 +63,11 @@ export interface StartServerOptions {
    * endpoint is on; every file endpoint refuses it.
    */
   dataDir?: string;
+  /**
+   * The clock automations are scheduled by; default the system's. Tests give a fake one
+   * (`@sinonjs/fake-timers`) to move through days, or a daylight-saving change, at once.
+   */
+  automationClock?: SchedulerClock;
 }
 
 /** A running server. */
@@ -233,13 +239,17 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
   const stateDir = options.stateDir ?? await Deno.makeTempDir({ prefix: "sandbar-" });
   const state = new ServerState(policy, root, commands, stateDir);
   const sink = options.audit ?? jsonLinesSink(Deno.stderr);
+  let agents: AgentsService | undefined;
   if ([...policy.endpoints.values()].some((e) => e.spec.group === "agents" && e.enabled)) {
     // Opened now, so that a store this version cannot read stops the server with the reason.
-    const agents = await AgentsService.open(agentsConfig(dataDir, env, file));
+    agents = await AgentsService.open(
+      agentsConfig(dataDir, env, file),
+      options.automationClock,
+    );
     // Tool calls an agent's turn makes are refused by the same guards as requests, and audited
     // to the same place.
     agents.runtime.auditSink = sink;
-    state.service(AGENTS_SERVICE, () => agents);
+    state.service(AGENTS_SERVICE, () => agents!);
     // Refused by its real path too, should the name given pass through a link.
     const real = Deno.realPathSync(dataDir);
     if (real !== dataDir) refused.push(real);
@@ -265,6 +275,8 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
     url: `http://${hostPart}:${http.addr.port}`,
     ptyUrl: `ws://${hostPart}:${pty.addr.port}`,
   };
+  // Listening: automations due (or missed while stopped) may now fire.
+  agents?.automations.start(state);
   let closing: Promise<void> | undefined;
   return {
     url: state.addresses.url,

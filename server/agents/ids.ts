@@ -21,6 +21,8 @@ export const ID_PREFIX = {
   event: "evt_",
   artifact: "artifact_",
   call: "call_",
+  automation: "automation_",
+  invocation: "autoinv_",
 } as const;
 
 /** A kind of stored object. */

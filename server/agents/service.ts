@@ -13,6 +13,8 @@ import { SecretBox } from "./crypto.ts";
 import { recoverEnvironments } from "./resources/environments.ts";
 import { AgentRuntime } from "./runtime/runtime.ts";
 import { AgentStore, StoreOpenError } from "./store.ts";
+import { AutomationScheduler } from "./automations/scheduler.ts";
+import { type SchedulerClock, systemClock } from "./automations/schedule.ts";
 
 /** Uploads a stopped server left half written (`files/.upload-*`). */
 async function removeUnfinishedUploads(dataDir: string): Promise<void> {
@@ -39,19 +41,33 @@ export class AgentsService implements Service {
   readonly config: AgentsConfig;
   /** Sessions, turns and their events. */
   readonly runtime: AgentRuntime;
+  /** The automations' scheduler (started by the server once it is listening). */
+  readonly automations: AutomationScheduler;
   /** Services of the resources (caches, in-flight upstream calls), closed with this one. */
   readonly #closers: (() => void | Promise<void>)[] = [];
 
-  private constructor(store: AgentStore, box: SecretBox, config: AgentsConfig) {
+  private constructor(
+    store: AgentStore,
+    box: SecretBox,
+    config: AgentsConfig,
+    clock: SchedulerClock,
+  ) {
     this.store = store;
     this.box = box;
     this.config = config;
     this.runtime = new AgentRuntime(this);
     this.runtime.recover();
+    this.automations = new AutomationScheduler(this, clock);
   }
 
-  /** Open the store in the data directory (created 0700 when missing). */
-  static async open(config: AgentsConfig): Promise<AgentsService> {
+  /**
+   * Open the store in the data directory (created 0700 when missing). `clock` times the
+   * automations (default the system's; tests give a fake one).
+   */
+  static async open(
+    config: AgentsConfig,
+    clock: SchedulerClock = systemClock,
+  ): Promise<AgentsService> {
     try {
       await Deno.mkdir(config.dataDir, { recursive: true, mode: 0o700 });
     } catch (e) {
@@ -64,7 +80,7 @@ export class AgentsService implements Service {
       const box = await SecretBox.forStore(store, config.dataDir, config.secretKey);
       recoverEnvironments(store);
       await removeUnfinishedUploads(config.dataDir);
-      return new AgentsService(store, box, config);
+      return new AgentsService(store, box, config, clock);
     } catch (e) {
       store.close();
       throw e;
@@ -78,9 +94,12 @@ export class AgentsService implements Service {
 
   /** Close everything: running turns first (their processes killed), then the rest. */
   async close(): Promise<void> {
-    // Synchronously first: a turn must learn the server is stopping before its processes die.
+    // Synchronously first: a turn must learn the server is stopping before its processes die,
+    // and no automation may start one after that.
+    const scheduled = this.automations.close();
     const stopped = this.runtime.close();
     for (const c of this.#closers.splice(0).reverse()) await c();
+    await scheduled;
     await stopped;
     this.store.close();
   }

@@ -43,7 +43,7 @@ Deno.test("the capabilities document describes every endpoint for the caller", a
   assert.equal(run.reason, "missing_scope");
   assert.equal(run.limits.concurrency, 3);
   assert.equal(run.limits.body_bytes, 10 * 1024 * 1024);
-  const agents = doc.endpoints.agents_automations_create;
+  const agents = doc.endpoints.agents_sessions_subagents_list;
   assert.equal(agents.reason, "endpoint_disabled");
   assert.equal(agents.rule, "code:unimplemented:agents");
   assert.equal(doc.endpoints.agents_create.rule, "default:opt-in:agents");

@@ -11,7 +11,9 @@
 import type { Context } from "hono";
 import type { AgentsId } from "../../endpoints.ts";
 import type { HandlerMap } from "../../handlers/types.ts";
-import type { ServerEnv } from "../../state.ts";
+import type { z } from "zod";
+import type { Identity } from "../../policy/compile.ts";
+import type { ServerEnv, ServerState } from "../../state.ts";
 import { invalid, notFound } from "../errors.ts";
 import { newId, unixNow } from "../ids.ts";
 import { idempotentCreate, json } from "../idempotency.ts";
@@ -103,8 +105,12 @@ function refuseUnenforceable(value: { review?: string; spend_control?: unknown }
   }
 }
 
-async function environmentOf(c: Context<ServerEnv>, raw: Record<string, unknown>) {
-  const { store } = agentsService(c.var.state);
+async function environmentOf(
+  state: ServerState,
+  identity: Identity,
+  raw: Record<string, unknown>,
+) {
+  const { store } = agentsService(state);
   if (raw.type === "none") {
     validate(sessionEnvironmentSchemas.none, raw);
     return { id: null, body: { type: "none" }, make: undefined };
@@ -119,8 +125,8 @@ async function environmentOf(c: Context<ServerEnv>, raw: Record<string, unknown>
     const v = validate(sessionEnvironmentSchemas.own, raw);
     const { container_size: _size, ...settings } = v;
     const make = await prepareEnvironment(
-      c.var.state,
-      c.var.identity,
+      state,
+      identity,
       { environment: { ...settings, type: "openai_hosted" } },
       "environment",
     );
@@ -157,23 +163,35 @@ function sessionOf(c: Context<ServerEnv>): StoredObject {
 /** The session of a request's `session_id`, as stored. */
 export const storedSession = sessionOf;
 
-async function create(c: Context<ServerEnv>): Promise<Response> {
-  const state = c.var.state;
+/** A session create's body, validated. */
+export type SessionCreate = z.output<typeof sessionCreateSchema>;
+
+/** A session create checked: the step that stores it, and the one that starts it. */
+export interface PreparedSession {
+  /** Make its environment (when it brings settings) and store the session, idle. */
+  make(): Promise<SessionBody>;
+  /** Send `agent.session.created` and start the first turn when there is input. */
+  start(session: SessionBody): void;
+}
+
+/**
+ * Check a session create now (refusing with the field named), as `identity`, and return the
+ * steps that make and start it. Automations that create a session per invocation go through
+ * here too.
+ */
+export async function prepareSession(
+  state: ServerState,
+  identity: Identity,
+  value: SessionCreate,
+): Promise<PreparedSession> {
   const service = agentsService(state);
   const { store, runtime } = service;
-  const { value, text } = await readJson(c, sessionCreateSchema);
   refuseUnenforceable(value);
   const agent = agentConfig(store, value.agent_id, value.agent);
   for (const [i, id] of (value.vault_ids ?? []).entries()) {
     if (!store.get("vault", id)) throw notFound("vault", id, `vault_ids[${i}]`);
   }
-  const environment = await environmentOf(c, value.environment);
-  if (value.stream && c.req.header("idempotency-key") !== undefined) {
-    throw invalid(
-      "Idempotency-Key",
-      "A streamed create cannot be replayed; send it without a key.",
-    );
-  }
+  const environment = await environmentOf(state, identity, value.environment);
   const make = async (): Promise<SessionBody> => {
     let envId = environment.id;
     let envBody = environment.body;
@@ -198,7 +216,7 @@ async function create(c: Context<ServerEnv>): Promise<Response> {
       vault_ids: value.vault_ids ?? [],
       review: value.review ?? "none",
       _agent_id: agent.id ?? "",
-      _internal: { owner: c.var.identity.id, environment_id: envId },
+      _internal: { owner: identity.id, environment_id: envId },
     };
     store.insert("session", session.id, "", now, session, null);
     return session;
@@ -210,6 +228,20 @@ async function create(c: Context<ServerEnv>): Promise<Response> {
     );
     if (value.input) runtime.startTurn(state, session, inputMessages(value.input));
   };
+  return { make, start };
+}
+
+async function create(c: Context<ServerEnv>): Promise<Response> {
+  const state = c.var.state;
+  const { store, runtime } = agentsService(state);
+  const { value, text } = await readJson(c, sessionCreateSchema);
+  if (value.stream && c.req.header("idempotency-key") !== undefined) {
+    throw invalid(
+      "Idempotency-Key",
+      "A streamed create cannot be replayed; send it without a key.",
+    );
+  }
+  const { make, start } = await prepareSession(state, c.var.identity, value);
   if (!value.stream) {
     return idempotentCreate(c, store, text, async () => {
       const session = await make();
