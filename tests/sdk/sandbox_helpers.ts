@@ -44,6 +44,43 @@ export function processesMentioning(text: string): number[] {
   return found;
 }
 
+/** The pids of `pid`'s children, read from the host's `/proc`. */
+export function childPids(pid: number): number[] {
+  const found: number[] = [];
+  try {
+    for (const task of Deno.readDirSync(`/proc/${pid}/task`)) {
+      const text = Deno.readTextFileSync(`/proc/${pid}/task/${task.name}/children`).trim();
+      if (text) found.push(...text.split(/\s+/).map(Number));
+    }
+  } catch { /* gone */ }
+  return found;
+}
+
+/**
+ * The processes a sandbox's bubblewrap runs (its direct children), seen from the host: the
+ * sandbox's commands cannot read `/proc` (they are confined), so the tests look from outside.
+ */
+export function sandboxChildren(dir: string): { pid: number; cmdline: string }[] {
+  const bwrap = processesMentioning(dir).filter((p) => {
+    try {
+      return Deno.readTextFileSync(`/proc/${p}/cmdline`).split("\0")[0].endsWith("bwrap");
+    } catch {
+      return false;
+    }
+  });
+  const out: { pid: number; cmdline: string }[] = [];
+  const walk = (pid: number) => {
+    for (const child of childPids(pid)) {
+      try {
+        out.push({ pid: child, cmdline: Deno.readTextFileSync(`/proc/${child}/cmdline`) });
+      } catch { /* gone */ }
+      walk(child);
+    }
+  };
+  for (const b of bwrap) walk(b);
+  return out;
+}
+
 /** Sandbox directories under `home`. */
 export function sandboxDirs(home: string): string[] {
   try {

@@ -57,12 +57,16 @@ export function packageSource(): PackageSource {
 
 /**
  * The modules the local provider runs: the server and the relay (inside the sandbox), and the
- * supervisor (on the host).
+ * supervisor (on the host); and the server's workers, which `deno cache` cannot find from
+ * `server/main.ts` because a worker is started by URL at run time (the confinement's spawner
+ * thread, the content search's regex worker).
  */
 export const SANDBOX_MODULES = [
   "server/main.ts",
   "sdk/providers/local/relay.ts",
   "sdk/providers/local/supervisor.ts",
+  "server/confine/spawner_worker.ts",
+  "server/files/regex_worker.ts",
 ];
 
 const cached = new Set<string>();

@@ -116,6 +116,8 @@ export const runCode: EndpointHandler = async (c) => {
       return c.json({ removed: body.context_id });
   }
   if (body.code === undefined) refuse("code", "code is required");
+  // Before a default context starts its kernel, so a refusal names the rule, not the kernel's.
+  if (!body.context_id) admitRuntime(state, allowedLanguage(state, body.language));
   const context = await contextOf(state, identity, body);
   const language = context.language;
   admitRuntime(state, language);
