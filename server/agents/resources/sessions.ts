@@ -39,10 +39,11 @@ const BUILT_IN_TOOLS = ["shell", "apply_patch"];
 /** Refuse tools this runtime cannot run, naming the field. */
 function checkTools(tools: Record<string, unknown>[], param: string): void {
   for (const [i, t] of tools.entries()) {
+    if (t.type === "mcp") continue;
     if (t.type !== "function") {
       throw invalid(
         `${param}[${i}].type`,
-        `Tools of type '${t.type}' are not supported by this server's sessions yet; use 'function'.`,
+        `Tools of type '${t.type}' are not supported by this server's sessions yet; use 'function' or 'mcp'.`,
       );
     }
     if (BUILT_IN_TOOLS.includes(t.name as string)) {
@@ -293,7 +294,7 @@ export const sessionsResourceHandlers: HandlerMap<AgentsId> = {
     if (runtime.busy(found.id)) throw busyError(found.id);
     const artifacts = store.list("artifact", found.id, "asc", 100_000, undefined).rows;
     if (!store.delete(found.id)) throw notFound("session", found.id, "session_id");
-    runtime.forget(found.id);
+    await runtime.forget(found.id);
     store.prepared("DELETE FROM traces WHERE session_id = ?").run(found.id);
     for (const a of artifacts) {
       await Deno.remove(artifactContentPath(service.config.dataDir, a.id)).catch(() => {});

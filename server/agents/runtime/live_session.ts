@@ -8,6 +8,7 @@
  */
 
 import type { HistoryEntry } from "./model/model.ts";
+import type { McpHolder, SessionMcp } from "./session_mcp.ts";
 
 /** A function call waiting for the client. */
 export interface PendingCall {
@@ -40,7 +41,7 @@ export interface RunningTurn {
 }
 
 /** A session's live state. */
-export class LiveSession {
+export class LiveSession implements McpHolder {
   /** The session's id. */
   readonly id: string;
   /** The running turn, if any. */
@@ -49,6 +50,8 @@ export class LiveSession {
   readonly pending = new Map<string, PendingCall>();
   /** The conversation, once loaded. */
   history: HistoryEntry[] | undefined;
+  /** The session's open MCP servers, once a turn needed them. */
+  mcp: SessionMcp | undefined;
 
   /** A live state for a session. */
   constructor(id: string) {

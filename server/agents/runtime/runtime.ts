@@ -23,7 +23,10 @@ import { sessionUpstream, toolEnvironment } from "./session_setup.ts";
 import type { SseWriter } from "./sse.ts";
 import { ApplyPatchTool } from "./tools/apply_patch.ts";
 import { ClientFunctionTools } from "./tools/client_functions.ts";
+import { McpTools } from "./tools/mcp_tools.ts";
 import { ShellTool } from "./tools/shell.ts";
+import { McpRequiredServerError } from "../mcp/errors.ts";
+import { closeSessionMcp, sessionMcpTools } from "./session_mcp.ts";
 import type { ToolProvider } from "./tools/tool.ts";
 import { exportTrace, TraceBuilder } from "./traces.ts";
 import { runTurnLoop, type TurnEnd } from "./turn_loop.ts";
@@ -63,10 +66,12 @@ export class AgentRuntime {
     return this.#live.get(sessionId)?.turn !== undefined;
   }
 
-  /** Forget a deleted session. */
-  forget(sessionId: string): void {
+  /** Forget a deleted session; its MCP servers are closed (and their processes reaped). */
+  async forget(sessionId: string): Promise<void> {
+    const live = this.#live.get(sessionId);
     this.#live.delete(sessionId);
     this.log.drop(sessionId);
+    if (live) await closeSessionMcp(live);
   }
 
   /** The session's recorder. */
@@ -128,11 +133,24 @@ export class AgentRuntime {
       const session = rec.session.session();
       environment = await toolEnvironment(state, service, session);
       const upstream = await sessionUpstream(state, service, session);
+      const identity = state.policy.identities.find((i) => i.id === session._internal.owner);
       const tools: ToolProvider[] = [
         ...(environment ? [new ShellTool(), new ApplyPatchTool()] : []),
         new ClientFunctionTools(session.agent.tools),
         ...this.extraTools.flatMap((make) => make(session)),
       ];
+      const notices: string[] = [];
+      const mcpSet = await sessionMcpTools(live, session, {
+        state,
+        identity,
+        environment,
+        reservedNames: tools.flatMap((t) => t.definitions().map((d) => d.name)),
+      });
+      if (mcpSet) {
+        const mcp = new McpTools(mcpSet);
+        tools.push(mcp);
+        if (mcp.notice()) notices.push(mcp.notice());
+      }
       end = await runTurnLoop({
         state,
         recorder: rec,
@@ -143,13 +161,16 @@ export class AgentRuntime {
         },
         tools,
         environment,
-        identity: state.policy.identities.find((i) => i.id === session._internal.owner),
+        identity,
         signal: running.abort.signal,
+        notices,
         steering: running.steering,
         audit: (tool, error) => this.#audit(tool, session._internal.owner, error),
       }, messages);
     } catch (e) {
-      end = { status: "failed", code: "sandbox_error", message: (e as Error).message };
+      end = e instanceof McpRequiredServerError
+        ? { status: "failed", code: "connection_failed", message: e.message }
+        : { status: "failed", code: "sandbox_error", message: (e as Error).message };
     }
     // A stopping server leaves the turn as it is: the next start marks it failed.
     if (this.#stopping) return;

@@ -58,6 +58,8 @@ export interface TurnSetup {
   steering: InputMessage[];
   /** Audits a refused tool call. */
   audit(tool: string, error: ApiError): void;
+  /** Added to the instructions (for example, MCP servers that could not be used). */
+  notices?: string[];
 }
 
 /** How a turn ended. */
@@ -87,7 +89,12 @@ function takeAll(rec: TurnRecorder, messages: InputMessage[]): void {
   }
 }
 
-function instructionsOf(session: SessionBody, environment: ToolEnvironment | null): string {
+function instructionsOf(setup: TurnSetup, session: SessionBody): string {
+  const parts = [baseInstructions(session, setup.environment), ...(setup.notices ?? [])];
+  return parts.filter((p) => p !== "").join("\n\n");
+}
+
+function baseInstructions(session: SessionBody, environment: ToolEnvironment | null): string {
   const own = session.agent.instructions ?? "";
   if (!environment) return own;
   const context = `You are working in the directory ${environment.workspace} (the workspace, ` +
@@ -308,7 +315,7 @@ export async function runTurnLoop(
       const definitions: FunctionToolDefinition[] = setup.tools.flatMap((t) => t.definitions());
       const calls = await modelStep(setup, {
         model: session.agent.model,
-        instructions: instructionsOf(session, setup.environment),
+        instructions: instructionsOf(setup, session),
         input: rec.live.history!,
         tools: definitions,
         reasoning: session.agent.reasoning,

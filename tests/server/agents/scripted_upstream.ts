@@ -24,6 +24,21 @@ export interface ScriptedStep {
   gate?: Promise<void>;
   /** A reasoning summary before the output. */
   reasoning?: string;
+  /**
+   * Take this step only for a request this accepts (by its instructions or input): concurrent
+   * callers, such as subagents, are then answered by what they asked, not by arrival order.
+   * A step without it answers any request.
+   */
+  match?: (request: Record<string, unknown>) => boolean;
+}
+
+/** The first step of `script` for `request`, taken out of it. */
+function takeStep(
+  script: ScriptedStep[],
+  request: Record<string, unknown>,
+): ScriptedStep | undefined {
+  const i = script.findIndex((s) => !s.match || s.match(request));
+  return i === -1 ? undefined : script.splice(i, 1)[0];
 }
 
 /** A running scripted upstream. */
@@ -133,17 +148,17 @@ export function startScriptedUpstream(apiKey = "sk-upstream-test-key-4c1d"): Scr
     if (req.method === "POST" && path === "/chat/completions") {
       const params = JSON.parse(body);
       arrived(params);
-      const step = upstream.script.shift() ?? { output: [{ type: "message", text: "Hello" }] };
+      const step = takeStep(upstream.script, params) ??
+        { output: [{ type: "message", text: "Hello" }] };
       return sseResponse(chatEvents(step, ++n), step.gate, true);
     }
-    if (req.method === "POST" && path === "/responses" && upstream.script.length > 0) {
-      const params = JSON.parse(body);
+    const params = req.method === "POST" && path === "/responses" ? JSON.parse(body) : undefined;
+    const step = params?.stream ? takeStep(upstream.script, params) : undefined;
+    if (step) {
       arrived(params);
-      const step = upstream.script.shift()!;
       return sseResponse(responsesEvents(step, params.model, ++n), step.gate, false);
     }
-    if (req.method === "POST" && path === "/responses") {
-      const params = JSON.parse(body);
+    if (params) {
       if (params.stream) arrived(params);
       if (params.model !== "gpt-test") {
         return json({
