@@ -17,6 +17,7 @@ import { sessionsResourceHandlers } from "./resources/sessions.ts";
 import { sessionEventsHandlers } from "./resources/session_events.ts";
 import { sessionTurnsHandlers } from "./resources/session_turns.ts";
 import { sessionOutputsHandlers } from "./resources/session_outputs.ts";
+import { subagentsResourceHandlers } from "./resources/subagents.ts";
 
 /** Every implemented `/v1/` endpoint. */
 export const agentsHandlers: HandlerMap<AgentsId> = {
@@ -31,4 +32,5 @@ export const agentsHandlers: HandlerMap<AgentsId> = {
   ...sessionEventsHandlers,
   ...sessionTurnsHandlers,
   ...sessionOutputsHandlers,
+  ...subagentsResourceHandlers,
 };

@@ -83,7 +83,7 @@ Deno.test("capabilities_check decides endpoint, path and operation without runni
     const unknown = await check({ endpoint: "no_such_endpoint" });
     assert.equal(unknown.allowed, false);
     assert.equal(unknown.code, "unknown_endpoint");
-    const disabled = await check({ endpoint: "agents_sessions_subagents_list" });
+    const disabled = await check({ endpoint: "agents_automations_list" });
     assert.equal(disabled.code, "endpoint_disabled");
     assert.equal(disabled.rule, "code:unimplemented:agents");
     const scope = await check({ endpoint: "commands_list" }, "reader-token-0123456789");

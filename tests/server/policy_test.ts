@@ -122,7 +122,7 @@ Deno.test("rule prefixes over real HTTP: policy, preset, code, env", async () =>
   const agents = await server.fetch("/v1/agents");
   assert.equal((await agents.json()).error.code, "endpoint_disabled");
   const caps = await (await server.fetch("/capabilities")).json();
-  assert.equal(caps.endpoints.agents_sessions_subagents_list.rule, "code:unimplemented:agents");
+  assert.equal(caps.endpoints.agents_automations_list.rule, "code:unimplemented:agents");
   assert.equal(caps.endpoints.health.rule, "env:SANDBAR_GROUP_CORE:core");
   assert.equal(caps.preset, "minimal");
   assert.equal(caps.configured, true);

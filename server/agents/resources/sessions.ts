@@ -78,9 +78,6 @@ function agentConfig(store: AgentStore, agentId: string | undefined, own: Fields
   if (!base.model) {
     throw invalid("agent.model", "Missing required parameter: 'agent.model' (no agent_id given).");
   }
-  if (own?.multi_agent?.enabled) {
-    throw invalid("agent.multi_agent", "Subagents are not supported by this server yet.");
-  }
   checkTools(base.tools as Record<string, unknown>[], "agent.tools");
   return base as AgentConfig;
 }
@@ -293,7 +290,13 @@ export const sessionsResourceHandlers: HandlerMap<AgentsId> = {
     const found = sessionOf(c);
     if (runtime.busy(found.id)) throw busyError(found.id);
     const artifacts = store.list("artifact", found.id, "asc", 100_000, undefined).rows;
-    if (!store.delete(found.id)) throw notFound("session", found.id, "session_id");
+    const subagents = store.list("subagent", found.id, "asc", 100_000, undefined).rows;
+    const deleted = store.transaction(() => {
+      // A subagent's turns, items and conversation are rows under it.
+      for (const sub of subagents) store.delete(sub.id);
+      return store.delete(found.id);
+    });
+    if (!deleted) throw notFound("session", found.id, "session_id");
     await runtime.forget(found.id);
     store.prepared("DELETE FROM traces WHERE session_id = ?").run(found.id);
     for (const a of artifacts) {

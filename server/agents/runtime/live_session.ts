@@ -9,6 +9,7 @@
 
 import type { HistoryEntry } from "./model/model.ts";
 import type { McpHolder, SessionMcp } from "./session_mcp.ts";
+import type { SubagentManager } from "./subagents.ts";
 
 /** A function call waiting for the client. */
 export interface PendingCall {
@@ -52,6 +53,8 @@ export class LiveSession implements McpHolder {
   history: HistoryEntry[] | undefined;
   /** The session's open MCP servers, once a turn needed them. */
   mcp: SessionMcp | undefined;
+  /** The session's subagents, once a turn of an agent with `multi_agent` ran. */
+  subagents: SubagentManager | undefined;
 
   /** A live state for a session. */
   constructor(id: string) {

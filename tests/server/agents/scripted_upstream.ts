@@ -18,8 +18,8 @@ export type ScriptedOutput =
  * until it resolves (the test then acts mid-answer); `reasoning` adds a reasoning summary.
  */
 export interface ScriptedStep {
-  /** What the model answers, in order. */
-  output: ScriptedOutput[];
+  /** What the model answers, in order; a function makes it from the request. */
+  output: ScriptedOutput[] | ((request: Record<string, unknown>) => ScriptedOutput[]);
   /** Hold the stream after its first event until this resolves. */
   gate?: Promise<void>;
   /** A reasoning summary before the output. */
@@ -36,9 +36,12 @@ export interface ScriptedStep {
 function takeStep(
   script: ScriptedStep[],
   request: Record<string, unknown>,
-): ScriptedStep | undefined {
+): (ScriptedStep & { output: ScriptedOutput[] }) | undefined {
   const i = script.findIndex((s) => !s.match || s.match(request));
-  return i === -1 ? undefined : script.splice(i, 1)[0];
+  if (i === -1) return undefined;
+  const step = script.splice(i, 1)[0];
+  const output = typeof step.output === "function" ? step.output(request) : step.output;
+  return { ...step, output };
 }
 
 /** A running scripted upstream. */
@@ -245,7 +248,11 @@ function argumentsText(a: unknown): string {
 }
 
 /** A scripted answer as Responses API stream events. */
-function responsesEvents(step: ScriptedStep, model: string, n: number): unknown[] {
+function responsesEvents(
+  step: ScriptedStep & { output: ScriptedOutput[] },
+  model: string,
+  n: number,
+): unknown[] {
   const id = `resp_scripted${n}`;
   const events: Record<string, unknown>[] = [];
   const output: Record<string, unknown>[] = [];
@@ -326,7 +333,7 @@ function responsesEvents(step: ScriptedStep, model: string, n: number): unknown[
 }
 
 /** A scripted answer as Chat Completions chunks. */
-function chatEvents(step: ScriptedStep, n: number): unknown[] {
+function chatEvents(step: ScriptedStep & { output: ScriptedOutput[] }, n: number): unknown[] {
   const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
     id: `chatcmpl-${n}`,
     object: "chat.completion.chunk",
