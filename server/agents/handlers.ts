@@ -18,6 +18,7 @@ import { sessionEventsHandlers } from "./resources/session_events.ts";
 import { sessionTurnsHandlers } from "./resources/session_turns.ts";
 import { sessionOutputsHandlers } from "./resources/session_outputs.ts";
 import { automationsHandlers } from "./automations/handlers.ts";
+import { subagentsResourceHandlers } from "./resources/subagents.ts";
 
 /** Every implemented `/v1/` endpoint. */
 export const agentsHandlers: HandlerMap<AgentsId> = {
@@ -33,4 +34,5 @@ export const agentsHandlers: HandlerMap<AgentsId> = {
   ...sessionTurnsHandlers,
   ...sessionOutputsHandlers,
   ...automationsHandlers,
+  ...subagentsResourceHandlers,
 };

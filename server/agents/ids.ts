@@ -16,6 +16,7 @@ export const ID_PREFIX = {
   template: "envtpl_",
   session: "sess_",
   turn: "turn_",
+  subagent: "subagent_",
   item: "item_",
   message: "msg_",
   event: "evt_",

@@ -43,9 +43,10 @@ Deno.test("the capabilities document describes every endpoint for the caller", a
   assert.equal(run.reason, "missing_scope");
   assert.equal(run.limits.concurrency, 3);
   assert.equal(run.limits.body_bytes, 10 * 1024 * 1024);
+  // The agents group is opt-in: off, and the rule says which layer decided.
   const agents = doc.endpoints.agents_sessions_subagents_list;
   assert.equal(agents.reason, "endpoint_disabled");
-  assert.equal(agents.rule, "code:unimplemented:agents");
+  assert.equal(agents.rule, "default:opt-in:agents");
   assert.equal(doc.endpoints.agents_create.rule, "default:opt-in:agents");
   assert.equal(doc.endpoints.pty_connect.port, "pty");
   for (const [group, size] of Object.entries(GROUP_SIZES)) {
@@ -83,9 +84,9 @@ Deno.test("capabilities_check decides endpoint, path and operation without runni
     const unknown = await check({ endpoint: "no_such_endpoint" });
     assert.equal(unknown.allowed, false);
     assert.equal(unknown.code, "unknown_endpoint");
-    const disabled = await check({ endpoint: "agents_sessions_subagents_list" });
+    const disabled = await check({ endpoint: "agents_automations_list" });
     assert.equal(disabled.code, "endpoint_disabled");
-    assert.equal(disabled.rule, "code:unimplemented:agents");
+    assert.equal(disabled.rule, "default:opt-in:agents");
     const scope = await check({ endpoint: "commands_list" }, "reader-token-0123456789");
     assert.equal(scope.code, "missing_scope");
   });

@@ -41,10 +41,11 @@ const BUILT_IN_TOOLS = ["shell", "apply_patch"];
 /** Refuse tools this runtime cannot run, naming the field. */
 function checkTools(tools: Record<string, unknown>[], param: string): void {
   for (const [i, t] of tools.entries()) {
+    if (t.type === "mcp") continue;
     if (t.type !== "function") {
       throw invalid(
         `${param}[${i}].type`,
-        `Tools of type '${t.type}' are not supported by this server's sessions yet; use 'function'.`,
+        `Tools of type '${t.type}' are not supported by this server's sessions yet; use 'function' or 'mcp'.`,
       );
     }
     if (BUILT_IN_TOOLS.includes(t.name as string)) {
@@ -78,9 +79,6 @@ function agentConfig(store: AgentStore, agentId: string | undefined, own: Fields
   if (own) applyFields(base, own);
   if (!base.model) {
     throw invalid("agent.model", "Missing required parameter: 'agent.model' (no agent_id given).");
-  }
-  if (own?.multi_agent?.enabled) {
-    throw invalid("agent.multi_agent", "Subagents are not supported by this server yet.");
   }
   checkTools(base.tools as Record<string, unknown>[], "agent.tools");
   return base as AgentConfig;
@@ -324,8 +322,14 @@ export const sessionsResourceHandlers: HandlerMap<AgentsId> = {
     const found = sessionOf(c);
     if (runtime.busy(found.id)) throw busyError(found.id);
     const artifacts = store.list("artifact", found.id, "asc", 100_000, undefined).rows;
-    if (!store.delete(found.id)) throw notFound("session", found.id, "session_id");
-    runtime.forget(found.id);
+    const subagents = store.list("subagent", found.id, "asc", 100_000, undefined).rows;
+    const deleted = store.transaction(() => {
+      // A subagent's turns, items and conversation are rows under it.
+      for (const sub of subagents) store.delete(sub.id);
+      return store.delete(found.id);
+    });
+    if (!deleted) throw notFound("session", found.id, "session_id");
+    await runtime.forget(found.id);
     store.prepared("DELETE FROM traces WHERE session_id = ?").run(found.id);
     for (const a of artifacts) {
       await Deno.remove(artifactContentPath(service.config.dataDir, a.id)).catch(() => {});

@@ -8,6 +8,8 @@
  */
 
 import type { HistoryEntry } from "./model/model.ts";
+import type { McpHolder, SessionMcp } from "./session_mcp.ts";
+import type { SubagentManager } from "./subagents.ts";
 
 /** A function call waiting for the client. */
 export interface PendingCall {
@@ -40,7 +42,7 @@ export interface RunningTurn {
 }
 
 /** A session's live state. */
-export class LiveSession {
+export class LiveSession implements McpHolder {
   /** The session's id. */
   readonly id: string;
   /** The running turn, if any. */
@@ -49,6 +51,10 @@ export class LiveSession {
   readonly pending = new Map<string, PendingCall>();
   /** The conversation, once loaded. */
   history: HistoryEntry[] | undefined;
+  /** The session's open MCP servers, once a turn needed them. */
+  mcp: SessionMcp | undefined;
+  /** The session's subagents, once a turn of an agent with `multi_agent` ran. */
+  subagents: SubagentManager | undefined;
 
   /** A live state for a session. */
   constructor(id: string) {

@@ -71,7 +71,10 @@ export class SessionRecorder {
   }
 }
 
-/** Records one turn. */
+/**
+ * Records one turn: of the root agent (its items and conversation are rows under the session)
+ * or of a subagent (rows under the subagent: `live` is then the subagent's).
+ */
 export class TurnRecorder {
   /** The session's recorder. */
   readonly session: SessionRecorder;
@@ -129,7 +132,7 @@ export class TurnRecorder {
       this.session.store.insert(
         "item",
         full.id as string,
-        this.session.sessionId,
+        this.live.id,
         unixNow(),
         full,
         null,
@@ -157,7 +160,7 @@ export class TurnRecorder {
     this.session.store.insert(
       "history",
       newId("item"),
-      this.session.sessionId,
+      this.live.id,
       unixNow(),
       entry as unknown as Obj,
       null,

@@ -23,10 +23,16 @@ import { sessionUpstream, toolEnvironment } from "./session_setup.ts";
 import type { SseWriter } from "./sse.ts";
 import { ApplyPatchTool } from "./tools/apply_patch.ts";
 import { ClientFunctionTools } from "./tools/client_functions.ts";
+import { McpTools } from "./tools/mcp_tools.ts";
 import { ShellTool } from "./tools/shell.ts";
+import { McpRequiredServerError } from "../mcp/errors.ts";
+import { closeSessionMcp, sessionMcpTools } from "./session_mcp.ts";
 import type { ToolProvider } from "./tools/tool.ts";
 import { exportTrace, TraceBuilder } from "./traces.ts";
-import { runTurnLoop, type TurnEnd } from "./turn_loop.ts";
+import { runTurnLoop, type TurnEnd, type TurnSetup } from "./turn_loop.ts";
+import { SubagentManager } from "./subagents.ts";
+import { runSubagentTurn } from "./subagent_turn.ts";
+import { DelegationTools } from "./tools/delegation.ts";
 
 /** What a restart tells a turn it interrupted. */
 export const RESTART_MESSAGE =
@@ -63,10 +69,12 @@ export class AgentRuntime {
     return this.#live.get(sessionId)?.turn !== undefined;
   }
 
-  /** Forget a deleted session. */
-  forget(sessionId: string): void {
+  /** Forget a deleted session; its MCP servers are closed (and their processes reaped). */
+  async forget(sessionId: string): Promise<void> {
+    const live = this.#live.get(sessionId);
     this.#live.delete(sessionId);
     this.log.drop(sessionId);
+    if (live) await closeSessionMcp(live);
   }
 
   /** The session's recorder. */
@@ -124,16 +132,40 @@ export class AgentRuntime {
     const trace = new TraceBuilder(rec.turn.id, live.id);
     let end: TurnEnd;
     let environment = null;
+    let subagents: SubagentManager | undefined;
     try {
       const session = rec.session.session();
       environment = await toolEnvironment(state, service, session);
       const upstream = await sessionUpstream(state, service, session);
+      const identity = state.policy.identities.find((i) => i.id === session._internal.owner);
+      const builtIn = environment ? [new ShellTool(), new ApplyPatchTool()] : [];
       const tools: ToolProvider[] = [
-        ...(environment ? [new ShellTool(), new ApplyPatchTool()] : []),
+        ...builtIn,
         new ClientFunctionTools(session.agent.tools),
         ...this.extraTools.flatMap((make) => make(session)),
       ];
-      end = await runTurnLoop({
+      const multiAgent = session.agent.multi_agent as
+        | { enabled?: boolean; max_concurrent_subagents?: number | null }
+        | undefined;
+      if (multiAgent?.enabled) {
+        subagents = live.subagents ??= new SubagentManager(service.store, rec.session);
+        tools.push(new DelegationTools(subagents, live.id));
+      }
+      const notices: string[] = [];
+      const subagentTools: ToolProvider[] = [...builtIn];
+      const mcpSet = await sessionMcpTools(live, session, {
+        state,
+        identity,
+        environment,
+        reservedNames: tools.flatMap((t) => t.definitions().map((d) => d.name)),
+      });
+      if (mcpSet) {
+        const mcp = new McpTools(mcpSet);
+        tools.push(mcp);
+        subagentTools.push(mcp);
+        if (mcp.notice()) notices.push(mcp.notice());
+      }
+      const setup: TurnSetup = {
         state,
         recorder: rec,
         trace,
@@ -143,14 +175,38 @@ export class AgentRuntime {
         },
         tools,
         environment,
-        identity: state.policy.identities.find((i) => i.id === session._internal.owner),
+        identity,
         signal: running.abort.signal,
+        notices,
         steering: running.steering,
         audit: (tool, error) => this.#audit(tool, session._internal.owner, error),
-      }, messages);
+      };
+      subagents?.attach(
+        (sub, input, steering, signal, slot) =>
+          runSubagentTurn(
+            {
+              session: rec.session,
+              setup: { ...setup, tools: subagentTools },
+              history: (parent) => this.#history(parent),
+              stopping: () => this.#stopping,
+            },
+            sub,
+            input,
+            steering,
+            signal,
+            slot,
+          ),
+        multiAgent?.max_concurrent_subagents ?? null,
+        running.abort.signal,
+      );
+      end = await runTurnLoop(setup, messages);
     } catch (e) {
-      end = { status: "failed", code: "sandbox_error", message: (e as Error).message };
+      end = e instanceof McpRequiredServerError
+        ? { status: "failed", code: "connection_failed", message: e.message }
+        : { status: "failed", code: "sandbox_error", message: (e as Error).message };
     }
+    // Subagent turns end (cancelled) before the root turn does.
+    await subagents?.detach();
     // A stopping server leaves the turn as it is: the next start marks it failed.
     if (this.#stopping) return;
     live.pending.clear();
@@ -180,10 +236,11 @@ export class AgentRuntime {
     });
   }
 
-  #history(sessionId: string): HistoryEntry[] {
+  /** The conversation stored under a session (the root agent's) or a subagent. */
+  #history(parent: string): HistoryEntry[] {
     const rows = this.#service.store.prepared(
       "SELECT body FROM objects WHERE kind = 'history' AND parent = ? ORDER BY seq",
-    ).all(sessionId) as { body: string }[];
+    ).all(parent) as { body: string }[];
     const entries = rows.map((r) => JSON.parse(r.body) as HistoryEntry);
     // A call a stop or a cancel left without its output gets one, as the model API requires.
     const answered = new Set(
@@ -268,7 +325,10 @@ export class AgentRuntime {
           }
         }
         rec.emit({ type: "agent.session.turn.failed", turn, usage: turn.usage }, turn.id);
-        if (store.get("session", turn.session_id)) rec.sessionStatus("idle");
+        // A subagent's turn ends with its root turn, which says idle.
+        if (turn.subagent_id === null && store.get("session", turn.session_id)) {
+          rec.sessionStatus("idle");
+        }
       }
     }
   }

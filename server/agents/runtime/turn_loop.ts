@@ -58,6 +58,15 @@ export interface TurnSetup {
   steering: InputMessage[];
   /** Audits a refused tool call. */
   audit(tool: string, error: ApiError): void;
+  /** Added to the instructions (for example, MCP servers that could not be used). */
+  notices?: string[];
+  /** The model and reasoning effort to use instead of the session's (a subagent's own). */
+  overrides?: { model: string | null; reasoningEffort: string | null };
+  /**
+   * Records input messages (taking them out of the array) instead of as user messages: a
+   * subagent's input is an `agent_message` from the agent that sent it.
+   */
+  takeInput?(messages: InputMessage[]): void;
 }
 
 /** How a turn ended. */
@@ -87,7 +96,12 @@ function takeAll(rec: TurnRecorder, messages: InputMessage[]): void {
   }
 }
 
-function instructionsOf(session: SessionBody, environment: ToolEnvironment | null): string {
+function instructionsOf(setup: TurnSetup, session: SessionBody): string {
+  const parts = [baseInstructions(session, setup.environment), ...(setup.notices ?? [])];
+  return parts.filter((p) => p !== "").join("\n\n");
+}
+
+function baseInstructions(session: SessionBody, environment: ToolEnvironment | null): string {
   const own = session.agent.instructions ?? "";
   if (!environment) return own;
   const context = `You are working in the directory ${environment.workspace} (the workspace, ` +
@@ -300,18 +314,21 @@ export async function runTurnLoop(
 ): Promise<TurnEnd> {
   const rec = setup.recorder;
   try {
-    takeMessages(rec, firstInput);
+    const take = setup.takeInput ?? ((m: InputMessage[]) => takeMessages(rec, m));
+    take(firstInput);
     while (true) {
       if (setup.signal.aborted) return { status: "cancelled" };
-      takeMessages(rec, setup.steering);
+      take(setup.steering);
       const session = rec.session.session();
       const definitions: FunctionToolDefinition[] = setup.tools.flatMap((t) => t.definitions());
       const calls = await modelStep(setup, {
-        model: session.agent.model,
-        instructions: instructionsOf(session, setup.environment),
+        model: setup.overrides?.model ?? session.agent.model,
+        instructions: instructionsOf(setup, session),
         input: rec.live.history!,
         tools: definitions,
-        reasoning: session.agent.reasoning,
+        reasoning: setup.overrides?.reasoningEffort
+          ? { ...session.agent.reasoning, effort: setup.overrides.reasoningEffort }
+          : session.agent.reasoning,
         signal: setup.signal,
       });
       for (const call of calls) {

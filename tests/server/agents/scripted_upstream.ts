@@ -18,12 +18,30 @@ export type ScriptedOutput =
  * until it resolves (the test then acts mid-answer); `reasoning` adds a reasoning summary.
  */
 export interface ScriptedStep {
-  /** What the model answers, in order. */
-  output: ScriptedOutput[];
+  /** What the model answers, in order; a function makes it from the request. */
+  output: ScriptedOutput[] | ((request: Record<string, unknown>) => ScriptedOutput[]);
   /** Hold the stream after its first event until this resolves. */
   gate?: Promise<void>;
   /** A reasoning summary before the output. */
   reasoning?: string;
+  /**
+   * Take this step only for a request this accepts (by its instructions or input): concurrent
+   * callers, such as subagents, are then answered by what they asked, not by arrival order.
+   * A step without it answers any request.
+   */
+  match?: (request: Record<string, unknown>) => boolean;
+}
+
+/** The first step of `script` for `request`, taken out of it. */
+function takeStep(
+  script: ScriptedStep[],
+  request: Record<string, unknown>,
+): (ScriptedStep & { output: ScriptedOutput[] }) | undefined {
+  const i = script.findIndex((s) => !s.match || s.match(request));
+  if (i === -1) return undefined;
+  const step = script.splice(i, 1)[0];
+  const output = typeof step.output === "function" ? step.output(request) : step.output;
+  return { ...step, output };
 }
 
 /** A running scripted upstream. */
@@ -133,17 +151,17 @@ export function startScriptedUpstream(apiKey = "sk-upstream-test-key-4c1d"): Scr
     if (req.method === "POST" && path === "/chat/completions") {
       const params = JSON.parse(body);
       arrived(params);
-      const step = upstream.script.shift() ?? { output: [{ type: "message", text: "Hello" }] };
+      const step = takeStep(upstream.script, params) ??
+        { output: [{ type: "message", text: "Hello" }] };
       return sseResponse(chatEvents(step, ++n), step.gate, true);
     }
-    if (req.method === "POST" && path === "/responses" && upstream.script.length > 0) {
-      const params = JSON.parse(body);
+    const params = req.method === "POST" && path === "/responses" ? JSON.parse(body) : undefined;
+    const step = params?.stream ? takeStep(upstream.script, params) : undefined;
+    if (step) {
       arrived(params);
-      const step = upstream.script.shift()!;
       return sseResponse(responsesEvents(step, params.model, ++n), step.gate, false);
     }
-    if (req.method === "POST" && path === "/responses") {
-      const params = JSON.parse(body);
+    if (params) {
       if (params.stream) arrived(params);
       if (params.model !== "gpt-test") {
         return json({
@@ -230,7 +248,11 @@ function argumentsText(a: unknown): string {
 }
 
 /** A scripted answer as Responses API stream events. */
-function responsesEvents(step: ScriptedStep, model: string, n: number): unknown[] {
+function responsesEvents(
+  step: ScriptedStep & { output: ScriptedOutput[] },
+  model: string,
+  n: number,
+): unknown[] {
   const id = `resp_scripted${n}`;
   const events: Record<string, unknown>[] = [];
   const output: Record<string, unknown>[] = [];
@@ -311,7 +333,7 @@ function responsesEvents(step: ScriptedStep, model: string, n: number): unknown[
 }
 
 /** A scripted answer as Chat Completions chunks. */
-function chatEvents(step: ScriptedStep, n: number): unknown[] {
+function chatEvents(step: ScriptedStep & { output: ScriptedOutput[] }, n: number): unknown[] {
   const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
     id: `chatcmpl-${n}`,
     object: "chat.completion.chunk",
