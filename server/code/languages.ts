@@ -2,14 +2,15 @@
  * The languages of `run_code`, their other names, and how the kernel of each is started.
  *
  * Python runs on Debian's `python3-ipykernel`, with the Python those packages are installed for
- * (`/usr/bin/python3` where it can import `ipykernel`, else the first `python3` on `PATH` that
- * can). JavaScript and TypeScript run on Deno's own Jupyter kernel (`deno jupyter --kernel`) of
+ * (`/usr/bin/python3` where it can import `ipykernel`, else the first `python3` in the system
+ * directories that can). JavaScript and TypeScript run on Deno's own Jupyter kernel (`deno jupyter --kernel`) of
  * the server's Deno, `Deno.execPath()`. Bash is a persistent `bash --noprofile --norc`.
  *
  * @module
  */
 
 import { ApiError } from "../errors.ts";
+import { SERVER_TOOL_PATH } from "../process/environment.ts";
 import { toolOutput } from "../process/run.ts";
 import type { ServerState } from "../state.ts";
 
@@ -75,9 +76,13 @@ export interface KernelLaunch {
 
 let python: Promise<string | null> | undefined;
 
-/** The Python that has `ipykernel` and `jupyter_client`, or null (looked up once). */
-export function kernelPython(env: Record<string, string>): Promise<string | null> {
+/**
+ * The Python that has `ipykernel` and `jupyter_client`, or null (looked up once). The probe runs
+ * unconfined, so it looks only in the system directories, never through a `PATH` a caller set.
+ */
+export function kernelPython(_env?: Record<string, string>): Promise<string | null> {
   python ??= (async () => {
+    const env = { PATH: SERVER_TOOL_PATH };
     for (const candidate of ["/usr/bin/python3", "python3"]) {
       const out = await toolOutput(
         [candidate, "-c", "import ipykernel, jupyter_client, sys; print(sys.executable)"],

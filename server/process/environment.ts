@@ -76,9 +76,21 @@ export class EnvironmentStore implements Service {
     return env;
   }
 
+  /**
+   * The environment of the server's own helper programs (`df`, `grep`, `sh`, `python3 -I` of the
+   * system group; the probe for the kernel's Python). They run unconfined, so nothing a caller
+   * set may choose them: a fixed system `PATH`, the C locale, and nothing from the store.
+   */
+  forServerTool(): Record<string, string> {
+    return { PATH: SERVER_TOOL_PATH, LANG: "C.UTF-8", LC_ALL: "C.UTF-8" };
+  }
+
   /** Nothing to release. */
   close(): void {}
 }
+
+/** Where the server looks for its own helper programs: system directories only. */
+export const SERVER_TOOL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /**
  * The server's environment store (one per server).

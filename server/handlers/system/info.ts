@@ -49,7 +49,7 @@ async function userName(uid: number | null): Promise<string | null> {
 
 /** The info document. */
 export async function systemInfo(state: ServerState) {
-  const env = environmentStore(state).forProcess();
+  const env = environmentStore(state).forServerTool();
   const PROC = ["/proc/meminfo", "/proc/uptime", "/proc/cpuinfo", "/proc/sys/kernel/version"];
   const [os, proc, disk, name, tools] = await Promise.all([
     osRelease(),

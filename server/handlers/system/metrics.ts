@@ -39,7 +39,7 @@ function cpuPercent(a: number[] | null, b: number[] | null) {
 /** `GET /system/metrics`. */
 export const metrics: EndpointHandler = async (c) => {
   const state = c.var.state;
-  const env = environmentStore(state).forProcess();
+  const env = environmentStore(state).forServerTool();
   const PROC = ["/proc/stat", "/proc/meminfo", "/proc/loadavg", "/proc/uptime"];
   const [proc, disk] = await Promise.all([procFiles(PROC, env), diskUsage(state.root, env)]);
   await new Promise((r) => setTimeout(r, SAMPLE_MS));

@@ -105,7 +105,7 @@ export const packages: EndpointHandler = async (c) => {
   const limit = parseLimit(c.req.query("limit"));
   const query = c.req.query("query")?.toLowerCase() ?? "";
   const wanted = manager ? [manager as Manager] : MANAGERS;
-  const env = environmentStore(c.var.state).forProcess();
+  const env = environmentStore(c.var.state).forServerTool();
   const lists = await Promise.all(
     wanted.map((m) => m === "deb" ? debPackages() : m === "pip" ? pipPackages(env) : npmPackages()),
   );

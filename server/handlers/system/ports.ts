@@ -115,7 +115,7 @@ async function owners(
 
 /** `GET /system/ports`. */
 export const ports: EndpointHandler = async (c) => {
-  const env = environmentStore(c.var.state).forProcess();
+  const env = environmentStore(c.var.state).forServerTool();
   const net = await procFiles(["/proc/net/tcp", "/proc/net/tcp6"], env);
   const rows = [
     ...listening(net.get("/proc/net/tcp") ?? "", "ipv4"),
