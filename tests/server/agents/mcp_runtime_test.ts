@@ -7,7 +7,7 @@
  */
 
 import assert from "node:assert/strict";
-import { running, stdioFixtureCommand } from "./fixtures/mcp/harness.ts";
+import { DENO_DIR, fixturePaths, running, stdioFixtureCommand } from "./fixtures/mcp/harness.ts";
 import { startHttpMcpServer } from "./fixtures/mcp/http_server.ts";
 import { runtimeSetup } from "./runtime_helpers.ts";
 import type { RuntimeSetup } from "./runtime_helpers.ts";
@@ -34,7 +34,15 @@ async function mcpProcesses(t: RuntimeSetup): Promise<{ pid: number; tag: string
 }
 
 Deno.test("mcp in a session: the model calls a stdio server's tools; deleting the session ends the server", async () => {
-  await using t = await runtimeSetup();
+  // The fixture server is Deno code of this repository with npm packages from Deno's cache: the
+  // policy admits both read-only, as every process the server starts is confined to the policy.
+  const root = await Deno.makeTempDir({ prefix: "sandbar-mcp-runtime-" });
+  await using _root = { [Symbol.asyncDispose]: () => Deno.remove(root, { recursive: true }) };
+  await using t = await runtimeSetup({
+    root,
+    policy: { endpoints: { agents: true }, paths: fixturePaths(root) },
+    env: { DENO_DIR },
+  });
   const { client, upstream } = t;
   const { sessionId, workspace } = await t.session({
     tools: [{
