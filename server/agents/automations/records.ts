@@ -11,6 +11,7 @@
  */
 
 import type { TargetParam } from "../schemas/automations.ts";
+import { defaultAgentFields } from "../resources/agent_defaults.ts";
 import { applyFields } from "../resources/agents.ts";
 
 /** An automation as stored. */
@@ -136,15 +137,7 @@ export function targetResource(target: TargetParam): Record<string, unknown> {
   }
   let agent: Record<string, unknown> | null = null;
   if (target.agent) {
-    agent = {
-      instructions: null,
-      model: "",
-      multi_agent: { enabled: false, max_concurrent_subagents: null },
-      reasoning: { effort: null, summary: null },
-      service_tier: "auto",
-      text: { format: { type: "text" }, verbosity: null },
-      tools: [],
-    };
+    agent = defaultAgentFields();
     applyFields(agent, target.agent);
   }
   return {

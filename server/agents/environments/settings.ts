@@ -155,3 +155,24 @@ export function checkSteps(
     } else guardArgv(rules, step.argv, `${param}.${step.label}`);
   }
 }
+
+/**
+ * The `network` and `packages` of settings as an environment or a template answers them:
+ * network access `enabled` and empty lists where the settings name none.
+ */
+export function answeredNetworkAndPackages(settings: EnvironmentSettings): {
+  network: { access: string; allowed_domains: string[] };
+  packages: { npm: string[]; python: string[]; system: string[] };
+} {
+  return {
+    network: {
+      access: settings.network?.access ?? "enabled",
+      allowed_domains: settings.network?.allowed_domains ?? [],
+    },
+    packages: {
+      npm: settings.packages?.npm ?? [],
+      python: settings.packages?.python ?? [],
+      system: settings.packages?.system ?? [],
+    },
+  };
+}

@@ -17,6 +17,7 @@ import type { ServerEnv, ServerState } from "../../state.ts";
 import { invalid, notFound } from "../errors.ts";
 import { networkPrefix } from "../environments/network.ts";
 import {
+  answeredNetworkAndPackages,
   checkEnv,
   checkSteps,
   refuseUnsupported,
@@ -200,15 +201,7 @@ export async function prepareEnvironment(
       error: null,
       created_at: now,
       environment_template_id: value.environment.environment_template_id ?? null,
-      network: {
-        access: settings.network?.access ?? "enabled",
-        allowed_domains: settings.network?.allowed_domains ?? [],
-      },
-      packages: {
-        npm: settings.packages?.npm ?? [],
-        python: settings.packages?.python ?? [],
-        system: settings.packages?.system ?? [],
-      },
+      ...answeredNetworkAndPackages(settings),
       plugins: [],
       skills: [],
       vault_ids: value.vault_ids ?? [],

@@ -118,6 +118,11 @@ function relay(
   );
 }
 
+/** Send a create request's body on to the upstream's `POST /responses`, unchanged. */
+function postResponses(service: AgentsService, text: string, signal: AbortSignal) {
+  return callUpstream(service.config.upstream, "POST", "/responses", text, signal);
+}
+
 async function create(c: Context<ServerEnv>): Promise<Response> {
   const service = agentsService(c.var.state);
   const { value, text } = await readJson(c, responseCreateSchema);
@@ -128,13 +133,7 @@ async function create(c: Context<ServerEnv>): Promise<Response> {
     if (c.req.header("idempotency-key") !== undefined) {
       throw invalid("Idempotency-Key", "Idempotency-Key is not supported with stream: true.");
     }
-    const result = await callUpstream(
-      service.config.upstream,
-      "POST",
-      "/responses",
-      text,
-      c.req.raw.signal,
-    );
+    const result = await postResponses(service, text, c.req.raw.signal);
     if (!result.ok) return result.answer;
     const upstream = result.response;
     if (!upstream.body) return invalidUpstream("an empty stream");
@@ -150,13 +149,7 @@ async function create(c: Context<ServerEnv>): Promise<Response> {
     });
   }
   return idempotentCreate(c, service.store, text, async () => {
-    const result = await callUpstream(
-      service.config.upstream,
-      "POST",
-      "/responses",
-      text,
-      c.req.raw.signal,
-    );
+    const result = await postResponses(service, text, c.req.raw.signal);
     if (!result.ok) return result.answer;
     const response = await result.response.json().catch(() => undefined);
     if (!response || typeof response !== "object") {

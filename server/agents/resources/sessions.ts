@@ -32,6 +32,7 @@ import {
 } from "../schemas/sessions.ts";
 import { agentsService } from "../service.ts";
 import type { AgentStore, StoredObject } from "../store.ts";
+import { defaultAgentFields } from "./agent_defaults.ts";
 import { applyFields, type Fields } from "./agents.ts";
 import { prepareEnvironment, presentEnvironment } from "./environments.ts";
 
@@ -58,17 +59,7 @@ function checkTools(tools: Record<string, unknown>[], param: string): void {
 }
 
 function agentConfig(store: AgentStore, agentId: string | undefined, own: Fields | undefined) {
-  const base: Record<string, unknown> = {
-    id: null,
-    name: null,
-    instructions: null,
-    model: "",
-    multi_agent: { enabled: false, max_concurrent_subagents: null },
-    reasoning: { effort: null, summary: null },
-    service_tier: "auto",
-    text: { format: { type: "text" }, verbosity: null },
-    tools: [],
-  };
+  const base: Record<string, unknown> = { id: null, name: null, ...defaultAgentFields() };
   if (agentId !== undefined) {
     const agent = store.get("agent", agentId);
     if (!agent) throw notFound("agent", agentId, "agent_id");

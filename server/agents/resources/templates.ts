@@ -12,7 +12,12 @@ import type { AgentsId } from "../../endpoints.ts";
 import type { HandlerMap } from "../../handlers/types.ts";
 import type { ServerEnv } from "../../state.ts";
 import { notFound } from "../errors.ts";
-import { checkEnv, refuseUnsupported, setupSteps } from "../environments/settings.ts";
+import {
+  answeredNetworkAndPackages,
+  checkEnv,
+  refuseUnsupported,
+  setupSteps,
+} from "../environments/settings.ts";
 import { newId, unixNow } from "../ids.ts";
 import { idempotentCreate, json, jsonText } from "../idempotency.ts";
 import { listPageText, PAGE_PARAMS, pageRequest } from "../pagination.ts";
@@ -55,15 +60,7 @@ function publicBody(
         size_bytes: Math.floor((f.data.replace(/=+$/, "").length * 3) / 4),
       }
     ),
-    network: {
-      access: settings.network?.access ?? "enabled",
-      allowed_domains: settings.network?.allowed_domains ?? [],
-    },
-    packages: {
-      npm: settings.packages?.npm ?? [],
-      python: settings.packages?.python ?? [],
-      system: settings.packages?.system ?? [],
-    },
+    ...answeredNetworkAndPackages(settings),
     plugins: [],
     skills: [],
   };

@@ -7,6 +7,7 @@
  * @module
  */
 
+import { newId } from "../ids.ts";
 import type { TokenUsage } from "./model/model.ts";
 
 /** A session as stored. */
@@ -75,6 +76,30 @@ export interface TurnBody extends Record<string, unknown> {
   error: { code: string; message: string } | null;
   /** Its summed usage. */
   usage: TokenUsage | null;
+}
+
+/**
+ * A new turn as first stored, `queued`: of the root agent when `subagentId` is null, else of
+ * that subagent (a subagent's turns belong to the root session too).
+ */
+export function queuedTurn(
+  session: SessionBody,
+  subagentId: string | null,
+  createdAt: number,
+): TurnBody {
+  return {
+    id: newId("turn"),
+    object: "agent.session.turn",
+    agent_id: session.agent.id,
+    session_id: session.id,
+    subagent_id: subagentId,
+    created_at: createdAt,
+    started_at: null,
+    completed_at: null,
+    status: "queued",
+    error: null,
+    usage: null,
+  };
 }
 
 /** Statuses a turn can still leave. */

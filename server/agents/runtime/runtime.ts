@@ -9,7 +9,7 @@
 import { ApiError } from "../../errors.ts";
 import type { AuditSink } from "../../pipeline/audit.ts";
 import type { ServerState } from "../../state.ts";
-import { newId, unixNow } from "../ids.ts";
+import { unixNow } from "../ids.ts";
 import type { AgentsService } from "../service.ts";
 import { publishArtifacts } from "./artifacts.ts";
 import { EventLog } from "./event_log.ts";
@@ -18,7 +18,13 @@ import { chatCompletionsModel } from "./model/chat_completions.ts";
 import type { HistoryEntry } from "./model/model.ts";
 import { responsesModel } from "./model/responses.ts";
 import { SessionRecorder, TurnRecorder } from "./recorder.ts";
-import { OPEN_TURN_STATUSES, type SessionBody, TERMINAL_EVENT, type TurnBody } from "./records.ts";
+import {
+  OPEN_TURN_STATUSES,
+  queuedTurn,
+  type SessionBody,
+  TERMINAL_EVENT,
+  type TurnBody,
+} from "./records.ts";
 import { sessionUpstream, toolEnvironment } from "./session_setup.ts";
 import type { SseWriter } from "./sse.ts";
 import { ApplyPatchTool } from "./tools/apply_patch.ts";
@@ -89,19 +95,7 @@ export class AgentRuntime {
   startTurn(state: ServerState, session: SessionBody, messages: InputMessage[]): TurnBody {
     const live = this.live(session.id);
     const now = unixNow();
-    const turn: TurnBody = {
-      id: newId("turn"),
-      object: "agent.session.turn",
-      agent_id: session.agent.id,
-      session_id: session.id,
-      subagent_id: null,
-      created_at: now,
-      started_at: null,
-      completed_at: null,
-      status: "queued",
-      error: null,
-      usage: null,
-    };
+    const turn = queuedTurn(session, null, now);
     const sessionRec = this.recorder(session.id);
     this.log.batch(() => {
       this.#service.store.insert("turn", turn.id, session.id, now, turn, null);

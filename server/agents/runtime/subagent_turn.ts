@@ -16,7 +16,7 @@ import { newId, unixNow } from "../ids.ts";
 import type { HistoryEntry } from "./model/model.ts";
 import type { InputMessage } from "./live_session.ts";
 import { type SessionRecorder, TurnRecorder } from "./recorder.ts";
-import { TERMINAL_EVENT, type TurnBody } from "./records.ts";
+import { queuedTurn, TERMINAL_EVENT } from "./records.ts";
 import type { AgentStatus, Subagent } from "./subagents.ts";
 import { runTurnLoop, type TurnEnd, type TurnSetup } from "./turn_loop.ts";
 
@@ -61,19 +61,7 @@ export async function runSubagentTurn(
   const session = ctx.session;
   const root = session.session();
   const now = unixNow();
-  const turn: TurnBody = {
-    id: newId("turn"),
-    object: "agent.session.turn",
-    agent_id: root.agent.id,
-    session_id: root.id,
-    subagent_id: sub.body.id,
-    created_at: now,
-    started_at: null,
-    completed_at: null,
-    status: "queued",
-    error: null,
-    usage: null,
-  };
+  const turn = queuedTurn(root, sub.body.id, now);
   session.log.batch(() => {
     session.store.insert("turn", turn.id, sub.body.id, now, turn, null);
     session.emit({ type: "agent.session.turn.created", turn }, turn.id);

@@ -2,13 +2,15 @@ import assert from "node:assert/strict";
 import { rejection } from "./helpers.ts";
 import {
   automationsSetting,
+  bareSession,
   delivered,
   invocationsOf,
+  periodicIntoSession,
+  seconds,
   text,
   turnsEnded,
 } from "./automations_harness.ts";
 
-const seconds = (iso: string) => Date.parse(iso) / 1000;
 const NOW = "2026-04-01T12:00:00Z";
 
 Deno.test("automations: create, retrieve, update, list and delete; the target's secrets are never answered; Idempotency-Key", async () => {
@@ -165,16 +167,11 @@ Deno.test("automations: a manual invocation is delivered at once without changin
   await using s = await setting.start(NOW);
   const { client } = s;
   const { upstream } = setting;
-  const session = await client.beta.agents.sessions.create({
-    environment: { type: "none" },
-    agent: { model: "gpt-test" },
-  });
-  const automation = await client.beta.agents.automations.create({
-    type: "periodic",
+  const { session, automation } = await periodicIntoSession(client, {
     name: "weekly",
     expression: "0 9 * * 1",
     timezone: "UTC",
-    target: { type: "existing_session", session_id: session.id, instructions: "Weekly review." },
+    instructions: "Weekly review.",
   });
 
   // A turn is running (its model call held): the manual run is skipped, the turn untouched.
@@ -241,10 +238,7 @@ Deno.test("automations: a deleted target session fails the invocation with the r
   await using setting = await automationsSetting();
   await using s = await setting.start(NOW);
   const { client, server } = s;
-  const session = await client.beta.agents.sessions.create({
-    environment: { type: "none" },
-    agent: { model: "gpt-test" },
-  });
+  const session = await bareSession(client);
   const automation = await client.beta.agents.automations.create({
     type: "once",
     name: "gone",

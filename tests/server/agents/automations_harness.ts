@@ -142,6 +142,49 @@ export function turnsEnded(
   });
 }
 
+/** Unix seconds of an ISO instant, as the API's times are. */
+export function seconds(iso: string): number {
+  return Date.parse(iso) / 1000;
+}
+
+/** A new idle session with no environment, for automations to deliver into. */
+export function bareSession(client: OpenAI): Promise<OpenAI.Beta.Agents.AgentSession> {
+  return client.beta.agents.sessions.create({
+    environment: { type: "none" },
+    agent: { model: "gpt-test" },
+  });
+}
+
+/** The schedule of a periodic automation and the instructions it sends. */
+export interface PeriodicSchedule {
+  /** The automation's name. */
+  name: string;
+  /** Its cron expression. */
+  expression: string;
+  /** Its IANA time zone. */
+  timezone: string;
+  /** What each firing sends into the session. */
+  instructions: string;
+}
+
+/** A {@linkcode bareSession} and a periodic automation whose firings go into it. */
+export async function periodicIntoSession(
+  client: OpenAI,
+  schedule: PeriodicSchedule,
+): Promise<{
+  session: OpenAI.Beta.Agents.AgentSession;
+  automation: OpenAI.Beta.Agents.Automations.Automation;
+}> {
+  const session = await bareSession(client);
+  const { instructions, ...when } = schedule;
+  const automation = await client.beta.agents.automations.create({
+    type: "periodic",
+    ...when,
+    target: { type: "existing_session", session_id: session.id, instructions },
+  });
+  return { session, automation };
+}
+
 /** A user message with one text part. */
 export function text(t: string) {
   return { role: "user" as const, content: [{ type: "input_text" as const, text: t }] };

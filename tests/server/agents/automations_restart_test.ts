@@ -3,11 +3,11 @@ import {
   automationsSetting,
   delivered,
   invocationsOf,
+  periodicIntoSession,
+  seconds,
   text,
   turnsEnded,
 } from "./automations_harness.ts";
-
-const seconds = (iso: string) => Date.parse(iso) / 1000;
 
 Deno.test("automations: firings missed while the server was stopped: the latest runs once, the earlier are skipped (missed); a once automation due meanwhile runs at start and completes", async () => {
   await using setting = await automationsSetting();
@@ -76,16 +76,11 @@ Deno.test("automations: a paused automation stays paused across a restart and re
   let id: string;
   {
     await using first = await setting.start("2026-09-10T10:30:00Z");
-    const session = await first.client.beta.agents.sessions.create({
-      environment: { type: "none" },
-      agent: { model: "gpt-test" },
-    });
-    const a = await first.client.beta.agents.automations.create({
-      type: "periodic",
+    const { automation: a } = await periodicIntoSession(first.client, {
       name: "paused",
       expression: "*/5 * * * *",
       timezone: "UTC",
-      target: { type: "existing_session", session_id: session.id, instructions: "Ping." },
+      instructions: "Ping.",
     });
     await first.client.beta.agents.automations.pause(a.id);
     id = a.id;

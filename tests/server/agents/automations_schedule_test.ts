@@ -3,11 +3,11 @@ import {
   automationsSetting,
   delivered,
   invocationsOf,
+  periodicIntoSession,
+  seconds,
   text,
   turnsEnded,
 } from "./automations_harness.ts";
-
-const seconds = (iso: string) => Date.parse(iso) / 1000;
 
 Deno.test("automations: a once automation fires at run_at, creates its session whose turn runs through the upstream, and ends completed", async () => {
   await using setting = await automationsSetting();
@@ -102,20 +102,13 @@ Deno.test("automations: a job at 02:00 and 03:00 in America/New_York skips the 0
   await using setting = await automationsSetting();
   await using s = await setting.start("2026-03-07T07:30:00Z"); // 02:30 EST
   const { client } = s;
-  const { sessionId, automationId } = await (async () => {
-    const session = await client.beta.agents.sessions.create({
-      environment: { type: "none" },
-      agent: { model: "gpt-test" },
-    });
-    const automation = await client.beta.agents.automations.create({
-      type: "periodic",
-      name: "night checks",
-      expression: "0 2,3 * * *",
-      timezone: "America/New_York",
-      target: { type: "existing_session", session_id: session.id, instructions: "Check in." },
-    });
-    return { sessionId: session.id, automationId: automation.id };
-  })();
+  const { session, automation } = await periodicIntoSession(client, {
+    name: "night checks",
+    expression: "0 2,3 * * *",
+    timezone: "America/New_York",
+    instructions: "Check in.",
+  });
+  const [sessionId, automationId] = [session.id, automation.id];
   // 03:00 EST (UTC-5); on the 8th 01:59:59 EST is followed by 03:00 EDT (UTC-4), so 02:00
   // does not occur that day; from the 9th both run in EDT.
   const expected = [
@@ -139,16 +132,11 @@ Deno.test("automations: pause stops firings (none while paused); resume fires ag
   await using setting = await automationsSetting();
   await using s = await setting.start("2026-07-01T10:30:00Z");
   const { client } = s;
-  const session = await client.beta.agents.sessions.create({
-    environment: { type: "none" },
-    agent: { model: "gpt-test" },
-  });
-  const automation = await client.beta.agents.automations.create({
-    type: "periodic",
+  const { session, automation } = await periodicIntoSession(client, {
     name: "hourly",
     expression: "0 * * * *",
     timezone: "UTC",
-    target: { type: "existing_session", session_id: session.id, instructions: "Tick." },
+    instructions: "Tick.",
   });
   const paused = await client.beta.agents.automations.pause(automation.id);
   assert.equal(paused.status, "paused");

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { AgentTurnResultError } from "openai/lib/beta/agents/agent-turn-result-error";
-import { runtimeSetup } from "./runtime_helpers.ts";
+import { PATCH_NOTES_STEP, runtimeSetup } from "./runtime_helpers.ts";
 import { startAgentsServer } from "./helpers.ts";
 
 Deno.test("restart: SIGKILL mid-turn; after a restart that turn is failed (server_error), the session idle, and the next turn has the whole history", async () => {
@@ -77,16 +77,7 @@ Deno.test("upstream: the same turn through a Chat Completions upstream, tool cal
         { type: "function_call", name: "shell", arguments: { command: ["echo", "hello"] } },
       ],
     },
-    {
-      output: [{
-        type: "function_call",
-        name: "apply_patch",
-        arguments: {
-          input:
-            "*** Begin Patch\n*** Update File: notes.txt\n@@\n-hello\n+hello world\n*** End Patch",
-        },
-      }],
-    },
+    PATCH_NOTES_STEP,
     { output: [{ type: "message", text: "Done." }] },
   );
   const result = await client.beta.agents.sessions.stream(sessionId, { input: "Edit." })

@@ -7,7 +7,25 @@
 
 import type OpenAI from "openai";
 import { type AgentsTestOptions, type AgentsTestServer, startAgentsServer } from "./helpers.ts";
-import { type ScriptedUpstream, startScriptedUpstream } from "./scripted_upstream.ts";
+import {
+  type ScriptedStep,
+  type ScriptedUpstream,
+  startScriptedUpstream,
+} from "./scripted_upstream.ts";
+
+/**
+ * A model step that calls `apply_patch` to turn the session's seeded `notes.txt` ("hello\n")
+ * into "hello world\n".
+ */
+export const PATCH_NOTES_STEP: ScriptedStep = {
+  output: [{
+    type: "function_call",
+    name: "apply_patch",
+    arguments: {
+      input: "*** Begin Patch\n*** Update File: notes.txt\n@@\n-hello\n+hello world\n*** End Patch",
+    },
+  }],
+};
 
 /** A server, its upstream, and helpers. */
 export interface RuntimeSetup {

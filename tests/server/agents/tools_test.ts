@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { runtimeSetup } from "./runtime_helpers.ts";
+import OpenAI from "openai";
+import { PATCH_NOTES_STEP, runtimeSetup } from "./runtime_helpers.ts";
 
 Deno.test("tools: a function tool answered by toolHandlers; the model gets the handler's output", async () => {
   await using t = await runtimeSetup();
@@ -136,4 +137,41 @@ Deno.test("tools: a patch that cannot apply to one file changes no file", async 
   assert.match(output, /^error \(invalid_patch\): notes\.txt: chunk 1: these lines were not found/);
   await assert.rejects(Deno.stat(`${workspace}/new.txt`), Deno.errors.NotFound);
   assert.equal(await Deno.readTextFile(`${workspace}/notes.txt`), "hello\n");
+});
+
+Deno.test("tools: a session owner without process:run or files:write gets missing_scope from shell and apply_patch, naming the scope", async () => {
+  await using t = await runtimeSetup({
+    policy: {
+      endpoints: { agents: true },
+      identities: [{ id: "agentonly", token: "agent-only-token-0123456789", scopes: ["agents:*"] }],
+    },
+  });
+  const { upstream } = t;
+  const agentOnly = new OpenAI({
+    baseURL: `${t.server.url}/v1`,
+    apiKey: "agent-only-token-0123456789",
+    maxRetries: 0,
+  });
+  const env = await agentOnly.beta.agents.environments.create({
+    environment: { type: "openai_hosted" },
+  });
+  const session = await agentOnly.beta.agents.sessions.create({
+    environment: { type: "openai_hosted", environment_id: env.id },
+    agent: { model: "gpt-test" },
+  });
+  upstream.script.push(
+    { output: [{ type: "function_call", name: "shell", arguments: { command: ["true"] } }] },
+    PATCH_NOTES_STEP,
+    { output: [{ type: "message", text: "I may not." }] },
+  );
+  const result = await agentOnly.beta.agents.sessions.stream(session.id, { input: "Try." })
+    .finalResult();
+  assert.equal(result.turn.status, "completed");
+  const last = await upstream.modelCall(3);
+  const outputs = (last.input as { type: string; output?: string }[])
+    .filter((i) => i.type === "function_call_output").map((i) => i.output!);
+  assert.deepEqual(outputs, [
+    "error (missing_scope): Running commands needs the scope process:run",
+    "error (missing_scope): Editing files needs the scope files:write",
+  ]);
 });

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { runtimeSetup } from "./runtime_helpers.ts";
+import { PATCH_NOTES_STEP, runtimeSetup } from "./runtime_helpers.ts";
 
 Deno.test("turn: shell (echo, a slow command writing outputs/report.txt), apply_patch, answer; deltas while the command runs; the artifact published", async () => {
   await using t = await runtimeSetup();
@@ -17,16 +17,7 @@ Deno.test("turn: shell (echo, a slow command writing outputs/report.txt), apply_
         { type: "function_call", name: "shell", arguments: { command: slow } },
       ],
     },
-    {
-      output: [{
-        type: "function_call",
-        name: "apply_patch",
-        arguments: {
-          input:
-            "*** Begin Patch\n*** Update File: notes.txt\n@@\n-hello\n+hello world\n*** End Patch",
-        },
-      }],
-    },
+    PATCH_NOTES_STEP,
     { output: [{ type: "message", text: "Done: the report is in outputs." }] },
   );
   const stream = client.beta.agents.sessions.stream(sessionId, { input: "Write the report." })

@@ -19,7 +19,6 @@ import { ApiError } from "../../../errors.ts";
 import { makeDirectories } from "../../../files/entry_ops.ts";
 import { writeAtomically } from "../../../files/atomic_write.ts";
 import { resolveGuardedPath } from "../../../guards/paths/resolve.ts";
-import { missingScope } from "../../../policy/scopes.ts";
 import type { ServerState } from "../../../state.ts";
 import { newId } from "../../ids.ts";
 import { hostPath } from "../../environments/workspace.ts";
@@ -28,6 +27,7 @@ import { applyChunks, parsePatch, PatchError } from "./patch.ts";
 import {
   ArgumentsError,
   parseArguments,
+  requireToolScope,
   type ToolCall,
   type ToolContext,
   toolError,
@@ -174,13 +174,7 @@ export class ApplyPatchTool implements ToolProvider {
       const args = parseArguments(call.arguments);
       if (typeof args.input !== "string") throw new ArgumentsError("'input' must be a string");
       if (!context.environment) throw new PatchError("this session has no environment");
-      const identity = context.identity;
-      const missing = identity ? missingScope(identity.scopes, ["files:write"]) : "files:write";
-      if (missing) {
-        throw new ApiError("missing_scope", `Editing files needs the scope ${missing}`, {
-          scope: missing,
-        });
-      }
+      requireToolScope(context, "files:write", "Editing files");
       const changes = await plan(context.state, context.environment.workspace, args.input);
       await commit(context.state, changes);
       const lines = changes.map((c) =>

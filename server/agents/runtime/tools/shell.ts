@@ -19,13 +19,13 @@ import { guardCwd, guardedEnvironment } from "../../../handlers/process/request.
 import { spawnShell } from "../../../handlers/process/shell.ts";
 import { TailBuffer } from "../../../process/output.ts";
 import { shell as shellPath } from "../../../process/spawn.ts";
-import { missingScope } from "../../../policy/scopes.ts";
 import { newId } from "../../ids.ts";
 import type { FunctionToolDefinition } from "../model/model.ts";
 import { hostPath } from "../../environments/workspace.ts";
 import {
   ArgumentsError,
   parseArguments,
+  requireToolScope,
   type ToolCall,
   type ToolContext,
   toolError,
@@ -104,13 +104,7 @@ function workdirPath(context: ToolContext, workdir: string | undefined): string 
 
 /** Check the identity may run commands at all. */
 function checkAllowed(context: ToolContext): void {
-  const identity = context.identity;
-  const missing = identity ? missingScope(identity.scopes, ["process:run"]) : "process:run";
-  if (missing) {
-    throw new ApiError("missing_scope", `Running commands needs the scope ${missing}`, {
-      scope: missing,
-    });
-  }
+  requireToolScope(context, "process:run", "Running commands");
   const endpoint = context.state.policy.endpoints.get("shell");
   if (!endpoint?.enabled) {
     throw new ApiError(

@@ -11,8 +11,9 @@
  * @module
  */
 
-import type { ApiError } from "../../../errors.ts";
+import { ApiError } from "../../../errors.ts";
 import type { Identity } from "../../../policy/compile.ts";
+import { missingScope } from "../../../policy/scopes.ts";
 import type { ServerState } from "../../../state.ts";
 import type { FunctionToolDefinition } from "../model/model.ts";
 import type { TurnRecorder } from "../recorder.ts";
@@ -101,5 +102,17 @@ export class ArgumentsError extends Error {
   constructor(message: string) {
     super(message);
     this.name = "ArgumentsError";
+  }
+}
+
+/**
+ * Refuse with `missing_scope` unless the identity that owns the session holds `scope`; a
+ * session without an owner holds none. `doing` names the action in the message ("Editing files").
+ */
+export function requireToolScope(context: ToolContext, scope: string, doing: string): void {
+  const identity = context.identity;
+  const missing = identity ? missingScope(identity.scopes, [scope]) : scope;
+  if (missing) {
+    throw new ApiError("missing_scope", `${doing} needs the scope ${missing}`, { scope: missing });
   }
 }
