@@ -9,6 +9,7 @@
  */
 
 import { invalid } from "./errors.ts";
+import { PageCache } from "./page_cache.ts";
 import type { ParsedQuery } from "./request.ts";
 import type { AgentStore, ListFilter, StoredObject } from "./store.ts";
 
@@ -87,9 +88,14 @@ function afterSeqOf(
   return seq;
 }
 
+/** The page caches, one per open store. */
+const caches = new WeakMap<AgentStore, PageCache>();
+
 /**
  * One page of objects answered as stored, as the JSON text of the list: the stored bodies are
- * joined as they are, without a parse and a serialisation each (the busiest lists' main cost).
+ * joined as they are, without a parse and a serialisation each. The text is kept until the
+ * store's next write (`page_cache.ts`), so a list asked again, the common case of a client
+ * polling, is answered without SQLite.
  */
 export function listPageText(
   store: AgentStore,
@@ -98,6 +104,43 @@ export function listPageText(
   page: PageRequest,
   filter?: ListFilter,
   param = "after",
+): string {
+  let cache = caches.get(store);
+  if (!cache) caches.set(store, cache = new PageCache());
+  const key = pageKey(kind, parent, page, filter, param);
+  const count = store.writeCount;
+  const kept = cache.get(key, count);
+  if (kept !== undefined) return kept;
+  const text = readPageText(store, kind, parent, page, filter, param);
+  if (!store.inTransaction && store.writeCount === count) cache.set(key, count, text);
+  return text;
+}
+
+/** Every input of a page, unambiguously (ids, kinds and values are JSON-quoted). */
+function pageKey(
+  kind: string,
+  parent: string,
+  page: PageRequest,
+  filter: ListFilter | undefined,
+  param: string,
+): string {
+  const head = `${page.order}|${page.limit}|${param}|${kind}|${parent}|${page.after ?? ""}`;
+  if (!filter || (!filter.metadata && !filter.field && !filter.prefix)) return head;
+  return JSON.stringify([
+    head,
+    filter.metadata ?? null,
+    filter.field ?? null,
+    filter.prefix ?? null,
+  ]);
+}
+
+function readPageText(
+  store: AgentStore,
+  kind: string,
+  parent: string,
+  page: PageRequest,
+  filter: ListFilter | undefined,
+  param: string,
 ): string {
   const afterSeq = afterSeqOf(store, kind, parent, page, param);
   const { ids, bodies, hasMore } = store.listText(

@@ -71,7 +71,7 @@ export const agentsResourceHandlers: HandlerMap<AgentsId> = {
   agents_create: async (c) => {
     const { store } = agentsService(c.var.state);
     const body = await readJson(c, agentCreateSchema);
-    return idempotentCreate(c, store, body.text, () => {
+    return idempotentCreate(c, store, body.text, async () => {
       const now = unixNow();
       const agent: Record<string, unknown> = {
         id: newId("agent"),
@@ -89,8 +89,11 @@ export const agentsResourceHandlers: HandlerMap<AgentsId> = {
         tools: [],
       };
       applyFields(agent, body.value);
-      store.insert("agent", agent.id as string, "", now, agent, null);
-      return Promise.resolve({ status: 200, body: agent });
+      // Serialised once: the stored body is the answer. Answered once committed, in a group
+      // with the creates that arrived alongside it.
+      const text = JSON.stringify(agent);
+      await store.insertSoon("agent", agent.id as string, "", now, text, null);
+      return { status: 200, text };
     });
   },
   agents_retrieve: (c) => {
