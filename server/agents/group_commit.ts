@@ -13,6 +13,8 @@
  * @module
  */
 
+import { setImmediate } from "node:timers";
+
 /** Begin, commit and roll back one transaction. */
 export interface TransactionControl {
   /** Start a write transaction. */
@@ -33,11 +35,13 @@ interface Unit {
 export const MAX_BATCH = 256;
 
 /**
- * When the batch is run: after the I/O the event loop has just delivered, so that the requests
- * which arrived together are answered by one commit.
+ * When the batch is run: once the event loop has handled the I/O it has just delivered (the
+ * check phase), so the requests that arrived together share one commit. A timer would do as
+ * well under load, but holds a lone create for a millisecond; a microtask runs before the next
+ * request's body is even read, and made groups of one.
  */
 function nextTurn(fn: () => void): void {
-  setTimeout(fn, 0);
+  setImmediate(fn);
 }
 
 /**

@@ -55,8 +55,8 @@ export async function idempotentCreate(
   if (key.length === 0 || key.length > 255) {
     throw invalid("Idempotency-Key", "The Idempotency-Key header must be 1 to 255 characters.");
   }
-  const identity = c.var.identity?.id ?? "";
-  const endpoint = c.var.endpoint.spec.id;
+  const identity = c.get("identity")?.id ?? "";
+  const endpoint = c.get("endpoint").spec.id;
   const hash = await sha256Hex(fingerprint);
   // A retry that arrives while the first request still runs waits for it, then is answered
   // from what it kept: two requests with one key never both create.

@@ -31,10 +31,16 @@ export type ObjectKind = keyof typeof ID_PREFIX;
  */
 export function newId(kind: ObjectKind): string {
   const bytes = crypto.getRandomValues(new Uint8Array(24));
-  let hex = "";
-  for (const b of bytes) hex += b.toString(16).padStart(2, "0");
-  return ID_PREFIX[kind] + hex;
+  let hex = ID_PREFIX[kind];
+  for (let i = 0; i < bytes.length; i++) hex += HEX[bytes[i]];
+  return hex;
 }
+
+/** Each byte's two hex digits (every create makes an id). */
+const HEX: readonly string[] = Array.from(
+  { length: 256 },
+  (_, b) => b.toString(16).padStart(2, "0"),
+);
 
 /** Now, in Unix seconds. */
 export function unixNow(): number {

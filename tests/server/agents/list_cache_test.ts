@@ -49,6 +49,25 @@ Deno.test("list cache: create, update and delete by one identity are seen by the
   assert.equal((refused.error as { param: string }).param, "after");
 });
 
+Deno.test("list cache: a refused query is refused every time; spellings of one page agree", async () => {
+  await using server = await startAgentsServer();
+  for (const query of ["limit=0", "bogus=1", "order=up", "after=agent_nope"]) {
+    for (let i = 0; i < 2; i++) {
+      const res = await server.fetch(`/v1/agents?${query}`);
+      assert.equal(res.status, 400, `${query}, time ${i + 1}`);
+      await res.body?.cancel();
+    }
+  }
+  const ids = async (query: string) =>
+    (await (await server.fetch(`/v1/agents${query}`)).json()).data.map((a: { id: string }) => a.id);
+  assert.deepEqual(await ids(""), []);
+  assert.deepEqual(await ids("?limit=20&order=desc"), []);
+  const a = await server.client.beta.agents.create({ model: "m" });
+  for (const query of ["", "?limit=20&order=desc", "?order=desc", "?limit=20"]) {
+    assert.deepEqual(await ids(query), [a.id], query);
+  }
+});
+
 Deno.test("list cache: filters and parents are part of the key", async () => {
   await using server = await startAgentsServer();
   const vaults = server.client.beta.agents.vaults;
