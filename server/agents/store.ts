@@ -80,6 +80,7 @@ export const DATABASE_FILE = "agents.sqlite";
  * ```
  */
 export class AgentStore {
+  /** Every statement that may change a row must be fetched through `#stmt` (it counts it). */
   readonly #db: DatabaseSync;
   readonly #stmts = new Map<string, StatementSync>();
   readonly #arrayStmts = new Map<string, StatementSync>();
