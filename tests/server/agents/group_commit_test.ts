@@ -75,8 +75,9 @@ Deno.test("group commit: writes still waiting when the store closes are committe
 
 Deno.test(
   "store: a data directory another server has open is refused with the reason",
-  withStore(async (_store, dir) => {
+  withStore((_store, dir) => {
     assert.throws(() => AgentStore.open(dir), /in use by another process.*--data-dir/);
+    return Promise.resolve();
   }),
 );
 
