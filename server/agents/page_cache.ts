@@ -10,6 +10,9 @@
  * database (the data directory is locked while a server has it open), so no write can go
  * unseen. Pages do not depend on who asks: scopes are checked before a list is answered.
  *
+ * Bounded: at most {@linkcode MAX_PAGES} pages and {@linkcode MAX_TEXT_LENGTH} characters in all;
+ * a page longer than {@linkcode MAX_PAGE_LENGTH} is answered and not kept.
+ *
  * @module
  */
 
@@ -18,6 +21,12 @@ export const MAX_PAGES = 512;
 
 /** The longest key kept (a long metadata filter is answered, but not kept). */
 export const MAX_KEY_LENGTH = 2048;
+
+/** The most text kept, all pages together, in characters; when full, the cache starts afresh. */
+export const MAX_TEXT_LENGTH = 16 * 1024 * 1024;
+
+/** The longest page kept (100 agents with long instructions are answered, but not kept). */
+export const MAX_PAGE_LENGTH = 1024 * 1024;
 
 /**
  * Pages by key, all read at one write count.
@@ -30,10 +39,13 @@ export const MAX_KEY_LENGTH = 2048;
  * cache.set("agent|desc|20", 7, "{}");
  * assert.equal(cache.get("agent|desc|20", 7), "{}");
  * assert.equal(cache.get("agent|desc|20", 8), undefined); // written since
+ * cache.set("huge", 8, "x".repeat(2 * 1024 * 1024));
+ * assert.equal(cache.get("huge", 8), undefined); // answered, but too long to keep
  * ```
  */
 export class PageCache {
   #count = -1;
+  #length = 0;
   readonly #pages = new Map<string, string>();
 
   /** The page kept for `key`, if it was read at write count `count`. */
@@ -44,11 +56,18 @@ export class PageCache {
 
   /** Keep `text` as the page of `key` read at write count `count`. */
   set(key: string, count: number, text: string): void {
-    if (key.length > MAX_KEY_LENGTH) return;
-    if (count !== this.#count || this.#pages.size >= MAX_PAGES) {
+    if (key.length > MAX_KEY_LENGTH || text.length > MAX_PAGE_LENGTH) return;
+    if (
+      count !== this.#count || this.#pages.size >= MAX_PAGES ||
+      this.#length + text.length > MAX_TEXT_LENGTH
+    ) {
       this.#pages.clear();
+      this.#length = 0;
       this.#count = count;
     }
+    const old = this.#pages.get(key);
+    if (old !== undefined) this.#length -= old.length;
     this.#pages.set(key, text);
+    this.#length += text.length;
   }
 }
