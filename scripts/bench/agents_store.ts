@@ -2,11 +2,15 @@
  * Benchmark: the agents store through the whole pipeline. In the same run and with the same
  * load generator (wrk, 50 connections, server on CPU 0, wrk on CPU 1): `GET /commands` (the
  * pipeline's cheapest authenticated route, the baseline), `GET /v1/agents` answering a page of
- * 20 agents, and `POST /v1/agents` creating one (SQLite in WAL mode, one transaction per
- * create). Runs alternate, and each round's ratios to the baseline are taken, so drift on a
+ * 20 agents, and `POST /v1/agents` creating one (SQLite in WAL mode, creates committed in
+ * groups). Runs alternate, and each round's ratios to the baseline are taken, so drift on a
  * shared machine hits both sides alike; the medians of the ratios are the result.
  * Goals: list and create within 1.5x of `GET /commands` (ratio of throughput at least 0.67),
  * and at least 1,000 creates per second sustained.
+ *
+ * In the same rounds, the floors (`agents_bare_server.ts`): a bare `Deno.serve` answering the
+ * very texts sandbar answered, to show what the list's answer size and a create's body read
+ * cost with no sandbar code at all, and a bare insert with one commit per request.
  *
  * Run: `deno run -A scripts/bench/agents_store.ts` (needs `wrk`: `apt-get install wrk`).
  *
@@ -17,6 +21,7 @@ import { fileURLToPath } from "node:url";
 import { have, median, startPinned } from "./load.ts";
 
 const MAIN = fileURLToPath(new URL("../../server/main.ts", import.meta.url));
+const BARE = fileURLToPath(new URL("./agents_bare_server.ts", import.meta.url));
 const TOKEN = "bench-token-0123456789abcdef";
 
 /** One wrk run: requests per second and non-2xx answers. */
@@ -65,8 +70,19 @@ export async function main(runs = 5, seconds = 3): Promise<{ list: number; creat
     { SVC_SERVER_TOKEN: TOKEN },
   );
   const auth = { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" };
-  const results = { commands: [] as number[], list: [] as number[], create: [] as number[] };
+  const results = {
+    commands: [] as number[],
+    list: [] as number[],
+    create: [] as number[],
+    bareCommands: [] as number[],
+    bareList: [] as number[],
+    bareEcho: [] as number[],
+    bareInsert: [] as number[],
+    bareStore: [] as number[],
+  };
   let listed = 0;
+  let bare: Awaited<ReturnType<typeof startPinned>> | undefined;
+  let createdText = "";
   try {
     for (let i = 0; i < 20; i++) {
       const res = await fetch(`${server.url}/v1/agents`, {
@@ -74,32 +90,61 @@ export async function main(runs = 5, seconds = 3): Promise<{ list: number; creat
         headers: auth,
         body: JSON.stringify({ model: "gpt-bench", name: `seed-${i}` }),
       });
-      if (!res.ok) throw new Error(`create answered ${res.status}: ${await res.text()}`);
-      await res.body?.cancel();
+      createdText = await res.text();
+      if (!res.ok) throw new Error(`create answered ${res.status}: ${createdText}`);
     }
-    const page = await (await fetch(`${server.url}/v1/agents?limit=20`, { headers: auth })).json();
-    listed = page.data.length;
+    const pageText = await (await fetch(`${server.url}/v1/agents?limit=20`, { headers: auth }))
+      .text();
+    listed = JSON.parse(pageText).data.length;
+    const commandsText = await (await fetch(`${server.url}/commands`, { headers: auth })).text();
+    await Deno.writeTextFile(`${root}/commands.json`, commandsText);
+    await Deno.writeTextFile(`${root}/list.json`, pageText);
+    await Deno.writeTextFile(`${root}/created.json`, createdText);
+    bare = await startPinned([
+      Deno.execPath(),
+      "run",
+      "-A",
+      BARE,
+      ...[`${root}/commands.json`, `${root}/list.json`, `${root}/created.json`, root],
+    ]);
+    // Warm both servers' every route (the JIT, the caches) before the measured rounds.
     await wrk(`${server.url}/commands`, 1);
     await wrk(`${server.url}/v1/agents?limit=20`, 1);
+    await wrk(`${server.url}/v1/agents`, 1, post);
+    for (const path of ["/commands", "/list"]) await wrk(`${bare.url}${path}`, 1);
+    for (const path of ["/echo", "/insert", "/store"]) await wrk(`${bare.url}${path}`, 1, post);
     for (let i = 0; i < runs; i++) {
       const c = await wrk(`${server.url}/commands`, seconds);
       const l = await wrk(`${server.url}/v1/agents?limit=20`, seconds);
       const p = await wrk(`${server.url}/v1/agents`, seconds, post);
-      for (const [name, r] of [["commands", c], ["list", l], ["create", p]] as const) {
-        if (r.errors > 0) throw new Error(`${name}: ${r.errors} non-2xx answers`);
+      const bc = await wrk(`${bare.url}/commands`, seconds);
+      const bl = await wrk(`${bare.url}/list`, seconds);
+      const be = await wrk(`${bare.url}/echo`, seconds, post);
+      const bi = await wrk(`${bare.url}/insert`, seconds, post);
+      const bs = await wrk(`${bare.url}/store`, seconds, post);
+      const all = { commands: c, list: l, create: p, bc, bl, be, bi, bs };
+      for (const [name, r] of Object.entries(all)) {
+        if (r.errors > 0 || !(r.rps > 0)) throw new Error(`${name}: ${r.errors} non-2xx answers`);
       }
       results.commands.push(c.rps);
       results.list.push(l.rps);
       results.create.push(p.rps);
+      results.bareCommands.push(bc.rps);
+      results.bareList.push(bl.rps);
+      results.bareEcho.push(be.rps);
+      results.bareInsert.push(bi.rps);
+      results.bareStore.push(bs.rps);
     }
   } finally {
+    await bare?.stop();
     await server.stop();
     await Deno.remove(root, { recursive: true });
     await Deno.remove(dataDir, { recursive: true }).catch(() => {});
   }
-  const ratio = (xs: number[]) => median(xs.map((v, i) => v / results.commands[i]));
+  const ratio = (xs: number[], base = results.commands) => median(xs.map((v, i) => v / base[i]));
   const list = ratio(results.list);
   const create = ratio(results.create);
+  const bareBase = results.bareCommands;
   const fmt = (xs: number[]) => xs.map(Math.round).join(", ");
   console.log(
     `agents_store: through the full pipeline vs GET /commands (wrk, ${runs}x${seconds}s, 50 conns)`,
@@ -122,6 +167,30 @@ export async function main(runs = 5, seconds = 3): Promise<{ list: number; creat
   console.log(`  ratio list/commands ${list.toFixed(2)} (goal >= 0.67, i.e. within 1.5x)`);
   console.log(`  ratio create/commands ${create.toFixed(2)} (goal >= 0.67, i.e. within 1.5x)`);
   console.log(`  creates/s sustained: median ${Math.round(median(results.create))} (goal >= 1000)`);
+  console.log(
+    `  floors, bare Deno.serve answering the same texts (GET /commands's text: median ${
+      Math.round(median(bareBase))
+    } req/s):`,
+  );
+  console.log(
+    `    the list's text / the commands' text ${ratio(results.bareList, bareBase).toFixed(2)}`,
+  );
+  console.log(
+    `    read a create's body, answer its text / the commands' text ${
+      ratio(results.bareEcho, bareBase).toFixed(2)
+    }`,
+  );
+  console.log(
+    `    the same with one SQLite insert + commit per request ${
+      ratio(results.bareInsert, bareBase).toFixed(2)
+    } (${Math.round(median(results.bareInsert))} req/s)`,
+  );
+  console.log(
+    `    the same through the agents store's group commit ${
+      ratio(results.bareStore, bareBase).toFixed(2)
+    } (${Math.round(median(results.bareStore))} req/s)`,
+  );
+  console.log(`    sandbar's GET /commands / bare ${ratio(results.commands, bareBase).toFixed(2)}`);
   return { list, create };
 }
 

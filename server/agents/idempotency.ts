@@ -26,27 +26,37 @@ async function sha256Hex(text: string): Promise<string> {
   return hex;
 }
 
+/** What a create answers: a status and its JSON body, as a value or as its text already made. */
+export type Created = { status: number; body: unknown } | { status: number; text: string };
+
+/** The JSON text of what a create answers. */
+function createdText(result: Created): string {
+  return "text" in result ? result.text : JSON.stringify(result.body);
+}
+
 /**
  * Run `create` once per idempotency key. `fingerprint` stands for the request body (its text,
  * or a digest of a streamed upload). `create` returns the status and JSON body to answer and
- * keep, or a `Response` (a failure passed on) that is answered and not kept.
+ * keep, or a `Response` (a failure passed on) that is answered and not kept. Without the
+ * header nothing is looked up, hashed or kept.
  */
 export async function idempotentCreate(
   c: Context<ServerEnv>,
   store: AgentStore,
   fingerprint: string,
-  create: () => Promise<{ status: number; body: unknown } | Response>,
+  create: () => Promise<Created | Response>,
 ): Promise<Response> {
   const key = c.req.header("idempotency-key");
   if (key === undefined) {
     const result = await create();
-    return result instanceof Response ? result : json(result);
+    if (result instanceof Response) return result;
+    return new Response(createdText(result), { status: result.status, headers: JSON_HEADERS });
   }
   if (key.length === 0 || key.length > 255) {
     throw invalid("Idempotency-Key", "The Idempotency-Key header must be 1 to 255 characters.");
   }
-  const identity = c.var.identity?.id ?? "";
-  const endpoint = c.var.endpoint.spec.id;
+  const identity = c.get("identity")?.id ?? "";
+  const endpoint = c.get("endpoint").spec.id;
   const hash = await sha256Hex(fingerprint);
   // A retry that arrives while the first request still runs waits for it, then is answered
   // from what it kept: two requests with one key never both create.
@@ -71,7 +81,7 @@ async function answerOnce(
   endpoint: string,
   key: string,
   hash: string,
-  create: () => Promise<{ status: number; body: unknown } | Response>,
+  create: () => Promise<Created | Response>,
 ): Promise<Response> {
   const now = unixNow();
   const seen = store.idempotent(identity, endpoint, key, now - IDEMPOTENCY_WINDOW_SECONDS);
@@ -89,7 +99,7 @@ async function answerOnce(
   }
   const result = await create();
   if (result instanceof Response) return result;
-  const text = JSON.stringify(result.body);
+  const text = createdText(result);
   store.keepIdempotent(
     identity,
     endpoint,

@@ -9,7 +9,8 @@
  */
 
 import { invalid } from "./errors.ts";
-import type { ParsedQuery } from "./request.ts";
+import { PageCache } from "./page_cache.ts";
+import { type ParsedQuery, parseQuery } from "./request.ts";
 import type { AgentStore, ListFilter, StoredObject } from "./store.ts";
 
 /** The query parameters every list takes. */
@@ -87,9 +88,30 @@ function afterSeqOf(
   return seq;
 }
 
+/** The page caches, one per open store. */
+const caches = new WeakMap<AgentStore, PageCache>();
+
+/**
+ * The page text kept under `key` since the store's last write, or the one `read` makes (kept,
+ * unless it was read inside an open transaction). `key` must name every input of `read` other
+ * than the store's rows; a `read` that throws keeps nothing.
+ */
+export function cachedPageText(store: AgentStore, key: string, read: () => string): string {
+  let cache = caches.get(store);
+  if (!cache) caches.set(store, cache = new PageCache());
+  const count = store.writeCount;
+  const kept = cache.get(key, count);
+  if (kept !== undefined) return kept;
+  const text = read();
+  if (!store.inTransaction && store.writeCount === count) cache.set(key, count, text);
+  return text;
+}
+
 /**
  * One page of objects answered as stored, as the JSON text of the list: the stored bodies are
- * joined as they are, without a parse and a serialisation each (the busiest lists' main cost).
+ * joined as they are, without a parse and a serialisation each. The text is kept until the
+ * store's next write (`page_cache.ts`), so a list asked again, the common case of a client
+ * polling, is answered without SQLite.
  */
 export function listPageText(
   store: AgentStore,
@@ -98,6 +120,58 @@ export function listPageText(
   page: PageRequest,
   filter?: ListFilter,
   param = "after",
+): string {
+  return cachedPageText(
+    store,
+    pageKey(kind, parent, page, filter, param),
+    () => readPageText(store, kind, parent, page, filter, param),
+  );
+}
+
+/**
+ * A list that takes only `after`, `limit` and `order`, answered from the URL it was asked with:
+ * a page asked again with the same query string is answered from the cache without even
+ * decoding the query (a query that is refused is never kept, so it is refused every time).
+ */
+export function plainListText(
+  store: AgentStore,
+  kind: string,
+  parent: string,
+  url: string,
+): string {
+  const q = url.indexOf("?");
+  const search = q < 0 ? "" : url.slice(q);
+  return cachedPageText(store, `?${kind}|${parent}|${search}`, () => {
+    const page = pageRequest(parseQuery(new URL(url).search, PAGE_PARAMS));
+    return readPageText(store, kind, parent, page, undefined, "after");
+  });
+}
+
+/** Every input of a page, unambiguously (ids, kinds and values are JSON-quoted). */
+function pageKey(
+  kind: string,
+  parent: string,
+  page: PageRequest,
+  filter: ListFilter | undefined,
+  param: string,
+): string {
+  const head = `${page.order}|${page.limit}|${param}|${kind}|${parent}|${page.after ?? ""}`;
+  if (!filter || (!filter.metadata && !filter.field && !filter.prefix)) return head;
+  return JSON.stringify([
+    head,
+    filter.metadata ?? null,
+    filter.field ?? null,
+    filter.prefix ?? null,
+  ]);
+}
+
+function readPageText(
+  store: AgentStore,
+  kind: string,
+  parent: string,
+  page: PageRequest,
+  filter: ListFilter | undefined,
+  param: string,
 ): string {
   const afterSeq = afterSeqOf(store, kind, parent, page, param);
   const { ids, bodies, hasMore } = store.listText(

@@ -1,8 +1,15 @@
 /**
  * The agents group's durable store: one SQLite database (`node:sqlite`) in the data directory,
  * in WAL mode with `synchronous=NORMAL`. In WAL mode that setting keeps every committed write
- * across a crash of the server (SIGKILL included); only a power loss may lose the last
- * transactions, never corrupt the file.
+ * across a crash of the server (SIGKILL included); only a power loss (or a crash of the kernel)
+ * may lose the last transactions, never corrupt the file. Creates are committed in groups
+ * ({@linkcode AgentStore.insertSoon}), each answered only once its group has committed, so the
+ * same holds for every answered create.
+ *
+ * The database is opened in exclusive locking mode: the server that opened it is its only
+ * reader and writer until it closes (a second server on the same data directory is refused at
+ * start, with the reason). That is what lets list pages be answered from a cache kept until the
+ * next write ({@linkcode AgentStore.writeCount}): no write can come from elsewhere.
  *
  * Every resource is a row of `objects`: its public JSON body, its kind, its parent (a vault for
  * a credential) and an insertion sequence that orders every list.
@@ -12,6 +19,7 @@
 
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { join } from "node:path";
+import { GroupCommit } from "./group_commit.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
 
 /** One stored object. */
@@ -72,12 +80,35 @@ export const DATABASE_FILE = "agents.sqlite";
  * ```
  */
 export class AgentStore {
+  /** Every statement that may change a row must be fetched through `#stmt` (it counts it). */
   readonly #db: DatabaseSync;
   readonly #stmts = new Map<string, StatementSync>();
   readonly #arrayStmts = new Map<string, StatementSync>();
+  readonly #group: GroupCommit;
+  #writes = 0;
 
   private constructor(db: DatabaseSync) {
     this.#db = db;
+    const begin = db.prepare("BEGIN IMMEDIATE");
+    const commit = db.prepare("COMMIT");
+    this.#group = new GroupCommit({
+      begin: () => begin.run(),
+      commit: () => commit.run(),
+      rollback: () => this.#rollback(),
+    });
+  }
+
+  /**
+   * A count that changes before every statement that may change a row runs, and at every
+   * rollback: a value read while it is unchanged still holds.
+   */
+  get writeCount(): number {
+    return this.#writes;
+  }
+
+  /** Whether a transaction is open (what is read inside it may yet be rolled back). */
+  get inTransaction(): boolean {
+    return this.#db.isTransaction;
   }
 
   /** Open (or create) the store in `dataDir`, migrating an older schema forward. */
@@ -90,8 +121,12 @@ export class AgentStore {
       throw new StoreOpenError(`cannot open the agents store ${file}: ${(e as Error).message}`);
     }
     try {
+      // Before the first access, so the lock is taken by it and the WAL index lives in memory.
+      // A server still closing on this directory gets a second to let go of it.
+      db.exec("PRAGMA locking_mode = EXCLUSIVE");
+      db.exec("PRAGMA busy_timeout = 1000");
+      inUseCheck(() => db.exec("PRAGMA journal_mode = WAL"), file);
       db.exec("PRAGMA busy_timeout = 5000");
-      db.exec("PRAGMA journal_mode = WAL");
       db.exec("PRAGMA synchronous = NORMAL");
       db.exec("PRAGMA foreign_keys = ON");
       migrate(db, file);
@@ -108,6 +143,8 @@ export class AgentStore {
       s = this.#db.prepare(sql);
       this.#stmts.set(sql, s);
     }
+    // Counted when fetched, right before it runs: nothing can read in between.
+    if (!READ_ONLY.test(sql)) this.#writes++;
     return s;
   }
 
@@ -119,18 +156,46 @@ export class AgentStore {
     return this.#stmt(sql);
   }
 
-  /** Insert a new object. */
+  #rollback(): void {
+    this.#writes++;
+    if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+  }
+
+  /** Insert a new object (its body as an object, or as its JSON text). */
   insert(
     kind: string,
     id: string,
     parent: string,
     createdAt: number,
-    body: Record<string, unknown>,
+    body: Record<string, unknown> | string,
     sealed: Uint8Array | null,
   ): void {
     this.#stmt(
       "INSERT INTO objects (id, kind, parent, created_at, body, sealed) VALUES (?, ?, ?, ?, ?, ?)",
-    ).run(id, kind, parent, createdAt, JSON.stringify(body), sealed);
+    ).run(
+      id,
+      kind,
+      parent,
+      createdAt,
+      typeof body === "string" ? body : JSON.stringify(body),
+      sealed,
+    );
+  }
+
+  /**
+   * Insert a new object in the next group commit: resolves once it is committed, rejects (and
+   * stores nothing) when its insert fails, without failing the other inserts of the group.
+   * Not for use inside {@linkcode transaction}: the insert would not be part of it.
+   */
+  insertSoon(
+    kind: string,
+    id: string,
+    parent: string,
+    createdAt: number,
+    body: Record<string, unknown> | string,
+    sealed: Uint8Array | null,
+  ): Promise<void> {
+    return this.#group.write(() => this.insert(kind, id, parent, createdAt, body, sealed));
   }
 
   /** Replace an object's body (and its sealed secrets when given). */
@@ -315,7 +380,7 @@ export class AgentStore {
       this.#db.exec("COMMIT");
       return result;
     } catch (e) {
-      this.#db.exec("ROLLBACK");
+      this.#rollback();
       throw e;
     }
   }
@@ -330,9 +395,26 @@ export class AgentStore {
 
   /** Close the database (the WAL is checkpointed). */
   close(): void {
+    if (this.#db.isOpen) this.#group.flush();
     this.#stmts.clear();
     this.#arrayStmts.clear();
     if (this.#db.isOpen) this.#db.close();
+  }
+}
+
+/** Statements that change no row. */
+const READ_ONLY = /^\s*SELECT\b/i;
+
+/** Run the first access of `file`, saying so when another process holds it. */
+function inUseCheck(access: () => void, file: string): void {
+  try {
+    access();
+  } catch (e) {
+    if (!/database is locked/i.test((e as Error).message)) throw e;
+    throw new StoreOpenError(
+      `the agents store ${file} is in use by another process (another sandbar with the same ` +
+        `--data-dir?); stop it, or start with another --data-dir.`,
+    );
   }
 }
 

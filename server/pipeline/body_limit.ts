@@ -65,8 +65,9 @@ export function limitBody(
   // into the runtime on every request of the busiest routes.
   if (endpoint.spec.method === "GET") return undefined;
   const req = c.req.raw;
-  if (!req.body) return undefined;
   const limit = endpoint.limits.body_bytes ?? defaultLimit;
+  // The declared length first: asking for `req.body` makes a stream, and a body then read
+  // through it costs a bare POST about a quarter of its throughput (measured with wrk).
   const declared = req.headers.get("content-length");
   if (declared !== null) {
     const n = Number(declared);
@@ -76,6 +77,7 @@ export function limitBody(
     if (n > limit) throw tooLarge(limit);
     return undefined;
   }
+  if (!req.body) return undefined;
   let exceeded: ApiError | undefined;
   c.req.raw = new Request(req, {
     body: req.body.pipeThrough(limitStream(limit, (e) => (exceeded = e))),

@@ -11,8 +11,8 @@ import type { HandlerMap } from "../../handlers/types.ts";
 import { notFound } from "../errors.ts";
 import { newId, unixNow } from "../ids.ts";
 import { idempotentCreate, json, jsonText } from "../idempotency.ts";
-import { listPageText, PAGE_PARAMS, pageRequest } from "../pagination.ts";
-import { parseQuery, readJson } from "../request.ts";
+import { plainListText } from "../pagination.ts";
+import { readJson } from "../request.ts";
 import { type AgentCreate, agentCreateSchema, agentUpdateSchema } from "../schemas/agents.ts";
 import { agentsService } from "../service.ts";
 
@@ -70,9 +70,9 @@ export function applyFields(agent: Record<string, unknown>, f: Fields): void {
 /** The agents handlers. */
 export const agentsResourceHandlers: HandlerMap<AgentsId> = {
   agents_create: async (c) => {
-    const { store } = agentsService(c.var.state);
+    const { store } = agentsService(c.get("state"));
     const body = await readJson(c, agentCreateSchema);
-    return idempotentCreate(c, store, body.text, () => {
+    return idempotentCreate(c, store, body.text, async () => {
       const now = unixNow();
       const agent: Record<string, unknown> = {
         id: newId("agent"),
@@ -90,19 +90,22 @@ export const agentsResourceHandlers: HandlerMap<AgentsId> = {
         tools: [],
       };
       applyFields(agent, body.value);
-      store.insert("agent", agent.id as string, "", now, agent, null);
-      return Promise.resolve({ status: 200, body: agent });
+      // Serialised once: the stored body is the answer. Answered once committed, in a group
+      // with the creates that arrived alongside it.
+      const text = JSON.stringify(agent);
+      await store.insertSoon("agent", agent.id as string, "", now, text, null);
+      return { status: 200, text };
     });
   },
   agents_retrieve: (c) => {
-    const { store } = agentsService(c.var.state);
+    const { store } = agentsService(c.get("state"));
     const id = c.req.param("agent_id")!;
     const found = store.get("agent", id);
     if (!found) throw notFound("agent", id, "agent_id");
     return json({ status: 200, body: found.body });
   },
   agents_update: async (c) => {
-    const { store } = agentsService(c.var.state);
+    const { store } = agentsService(c.get("state"));
     const id = c.req.param("agent_id")!;
     const body = await readJson(c, agentUpdateSchema);
     const found = store.get("agent", id);
@@ -114,12 +117,11 @@ export const agentsResourceHandlers: HandlerMap<AgentsId> = {
     return json({ status: 200, body: agent });
   },
   agents_list: (c) => {
-    const { store } = agentsService(c.var.state);
-    const q = parseQuery(new URL(c.req.url).search, PAGE_PARAMS);
-    return jsonText(listPageText(store, "agent", "", pageRequest(q)));
+    const { store } = agentsService(c.get("state"));
+    return jsonText(plainListText(store, "agent", "", c.req.url));
   },
   agents_delete: (c) => {
-    const { store } = agentsService(c.var.state);
+    const { store } = agentsService(c.get("state"));
     const id = c.req.param("agent_id")!;
     if (!store.get("agent", id) || !store.delete(id)) throw notFound("agent", id, "agent_id");
     return json({ status: 200, body: { id, deleted: true, object: "agent.deleted" } });
