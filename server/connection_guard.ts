@@ -26,6 +26,8 @@
  * @module
  */
 
+import { lazyLibc } from "./libc/lazy.ts";
+
 /** How often connections are looked at. */
 export const SCAN_EVERY_MS = 500;
 
@@ -79,18 +81,7 @@ const AF_INET6 = 10;
 const SHUT_RDWR = 2;
 const RLIMIT_NOFILE = 7;
 
-let library: Deno.DynamicLibrary<typeof SYMBOLS> | null | undefined;
-
-function load(): Sockets | null {
-  if (library === undefined) {
-    try {
-      library = Deno.build.os === "linux" ? Deno.dlopen("libc.so.6", SYMBOLS) : null;
-    } catch {
-      library = null;
-    }
-  }
-  return library?.symbols ?? null;
-}
+const load: () => Sockets | null = lazyLibc(SYMBOLS);
 
 /**
  * An IP address in one spelling: IPv4 dotted, IPv6 as eight 4-digit groups, so that what the

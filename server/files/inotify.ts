@@ -14,6 +14,7 @@
  * @module
  */
 
+import { lazyLibc } from "../libc/lazy.ts";
 import { cString, errno, errnoName } from "./libc.ts";
 import type { Service } from "../state.ts";
 
@@ -54,18 +55,7 @@ const SYMBOLS = {
 
 type Inotify = Deno.DynamicLibrary<typeof SYMBOLS>["symbols"];
 
-let library: Deno.DynamicLibrary<typeof SYMBOLS> | null | undefined;
-
-function load(): Inotify | null {
-  if (library === undefined) {
-    try {
-      library = Deno.build.os === "linux" ? Deno.dlopen("libc.so.6", SYMBOLS) : null;
-    } catch {
-      library = null;
-    }
-  }
-  return library?.symbols ?? null;
-}
+const load: () => Inotify | null = lazyLibc(SYMBOLS);
 
 /** One raw event: the watch it came from, its bits, the rename cookie, the entry's name. */
 export interface RawEvent {
