@@ -7,33 +7,13 @@
 // tight timings.
 import assert from "node:assert/strict";
 import { nativeSpawnSupported } from "../../server/process/native_spawn.ts";
+import { procStat, serverPid } from "../helpers/proc.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 import { eventually } from "../helpers/wait.ts";
 
 async function postJson(server: TestServer, path: string, body: unknown) {
   const res = await server.post(path, body);
   return { status: res.status, body: await res.json() };
-}
-
-/** `/proc/<pid>/stat` fields after the command name: state, ppid, pgrp, session. */
-function procStat(pid: number): { state: string; ppid: number; pgrp: number; sid: number } | null {
-  try {
-    const s = Deno.readTextFileSync(`/proc/${pid}/stat`);
-    const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
-    return { state: f[0], ppid: Number(f[1]), pgrp: Number(f[2]), sid: Number(f[3]) };
-  } catch {
-    return null;
-  }
-}
-
-/** The narrowed server: the launcher's child. */
-function serverPid(server: TestServer): number {
-  for (const e of Deno.readDirSync("/proc")) {
-    if (/^\d+$/.test(e.name) && procStat(Number(e.name))?.ppid === server.pid) {
-      return Number(e.name);
-    }
-  }
-  throw new Error("no server process");
 }
 
 /** What the descriptors of `pid` are (`pipe:[…]`, a path), sockets left out. */

@@ -3,30 +3,9 @@
 // zombies, and every process gone when the server stops. Waits poll /proc with a generous
 // bound; nothing here depends on tight timings.
 import assert from "node:assert/strict";
-import { startTestServer, type TestServer } from "../helpers/server.ts";
+import { allPids, procStat, serverPid } from "../helpers/proc.ts";
+import { startTestServer } from "../helpers/server.ts";
 import { eventually } from "../helpers/wait.ts";
-
-interface ProcStat {
-  state: string;
-  ppid: number;
-  pgrp: number;
-}
-
-function procStat(pid: number): ProcStat | null {
-  try {
-    const s = Deno.readTextFileSync(`/proc/${pid}/stat`);
-    const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
-    return { state: f[0], ppid: Number(f[1]), pgrp: Number(f[2]) };
-  } catch {
-    return null;
-  }
-}
-
-function allPids(): number[] {
-  return [...Deno.readDirSync("/proc")].filter((e) => /^\d+$/.test(e.name)).map((e) =>
-    Number(e.name)
-  );
-}
 
 /** Gone, or at most a zombie that init has yet to reap: not running. */
 function dead(pid: number): boolean {
@@ -35,13 +14,6 @@ function dead(pid: number): boolean {
 }
 
 const groupMembers = (pgid: number) => allPids().filter((p) => procStat(p)?.pgrp === pgid);
-
-/** The narrowed server: the launcher's child. */
-function serverPid(server: TestServer): number {
-  const pid = allPids().find((p) => procStat(p)?.ppid === server.pid);
-  assert.ok(pid, "the server process");
-  return pid;
-}
 
 Deno.test("shell: result, exit code, stdin, timeout that kills the group", async (t) => {
   await using server = await startTestServer();

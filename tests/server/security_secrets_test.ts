@@ -7,6 +7,7 @@
  */
 
 import assert from "node:assert/strict";
+import { serverPid } from "../helpers/proc.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 
 async function shell(server: TestServer, cmd: string, token?: string) {
@@ -19,19 +20,6 @@ async function shell(server: TestServer, cmd: string, token?: string) {
   const body = await res.json();
   assert.equal(res.status, 200, JSON.stringify(body));
   return `${body.stdout}\n${body.stderr}`;
-}
-
-/** The narrowed server: the launcher's child. */
-function serverPid(server: TestServer): number {
-  for (const e of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(e.name)) continue;
-    try {
-      const stat = Deno.readTextFileSync(`/proc/${e.name}/stat`);
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (ppid === server.pid) return Number(e.name);
-    } catch { /* gone */ }
-  }
-  throw new Error("no server process");
 }
 
 const AGENT_TOKEN = "agent-token-0123456789abcdef-secret";
