@@ -21,6 +21,54 @@ export function hideFromSameUser(): boolean {
   return libc().prctl(PR_SET_DUMPABLE, 0n, 0n, 0n, 0n) === 0;
 }
 
+/** Entries shorter than this are never taken for a secret's value. */
+const MIN_SECRET_LENGTH = 8;
+
+/**
+ * Remove the variables `names` from this process's environment and overwrite their bytes where
+ * the kernel shows them. `unsetenv` only drops a pointer: the `NAME=value` text stays in the
+ * environment block the process started with, and `/proc/<pid>/environ` prints that block to
+ * any process of the same user (non-dumpable or not, on the kernels measured). So every entry
+ * of `environ` that names one of `names`, or holds one of their values (a token copied into
+ * another variable), is zeroed first, then the variables are unset. Returns how many entries
+ * it zeroed (0 where libc cannot be reached; the variables are unset all the same).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { forgetSecretVariables } from "./hardening.ts";
+ * Deno.env.set("EXAMPLE_SECRET", "s3cret-value-123");
+ * forgetSecretVariables(["EXAMPLE_SECRET"]);
+ * assert.equal(Deno.env.get("EXAMPLE_SECRET"), undefined);
+ * ```
+ */
+export function forgetSecretVariables(names: Iterable<string>): number {
+  const wanted = new Set(names);
+  const values = [...wanted].map((n) => Deno.env.get(n) ?? "").filter((v) =>
+    v.length >= MIN_SECRET_LENGTH
+  );
+  // Found first and zeroed after the unset, so that `environ` keeps no emptied entry.
+  const found: Uint8Array[] = [];
+  if (Deno.build.os === "linux" && libcAvailable()) {
+    const address = libc().environ;
+    const table = address === null ? null : new Deno.UnsafePointerView(address).getPointer(0);
+    const entries = table === null ? null : new Deno.UnsafePointerView(table);
+    for (let i = 0; entries !== null; i++) {
+      const entry = entries.getPointer(i * 8);
+      if (entry === null) break;
+      const text = Deno.UnsafePointerView.getCString(entry);
+      const name = text.slice(0, text.indexOf("="));
+      if (!wanted.has(name) && !values.some((v) => text.includes(v))) continue;
+      wanted.add(name); // a copy of a secret in another variable goes with it
+      const length = new TextEncoder().encode(text).length;
+      found.push(new Uint8Array(Deno.UnsafePointerView.getArrayBuffer(entry, length)));
+    }
+  }
+  for (const name of wanted) Deno.env.delete(name);
+  for (const bytes of found) bytes.fill(0);
+  return found.length;
+}
+
 const F_GETFD = 1;
 const F_SETFD = 2;
 const FD_CLOEXEC = 1;

@@ -26,7 +26,7 @@ import { parseArgs } from "node:util";
 import { agentsConfig, agentsSecretVariables, resolveDataDir } from "./agents/config.ts";
 import { HANDLERS } from "./handlers/mod.ts";
 import { jsonLinesSink } from "./pipeline/audit.ts";
-import { closeInheritedOnExec, hideFromSameUser } from "./hardening.ts";
+import { closeInheritedOnExec, forgetSecretVariables, hideFromSameUser } from "./hardening.ts";
 import { resolve } from "node:path";
 import { protectPath } from "./confine/confinement.ts";
 import { narrowedServerArgv } from "./launch.ts";
@@ -179,12 +179,12 @@ async function serve(args: Args): Promise<number> {
   if (server.tokenGenerated) {
     console.error(`sandbar: generated token (set SVC_SERVER_TOKEN to choose one): ${server.token}`);
   }
-  // Processes the server starts must never inherit a credential.
-  Deno.env.delete("SVC_SERVER_TOKEN");
+  // Processes the server starts must never inherit a credential, nor read it in /proc.
+  const secrets = ["SVC_SERVER_TOKEN", ...agentsSecretVariables(server.state.policy.source)];
   for (const identity of server.state.policy.source.identities ?? []) {
-    if (identity.token_env) Deno.env.delete(identity.token_env);
+    if (identity.token_env) secrets.push(identity.token_env);
   }
-  for (const name of agentsSecretVariables(server.state.policy.source)) Deno.env.delete(name);
+  forgetSecretVariables(secrets);
   console.log(JSON.stringify({ event: "listening", url: server.url, pty_url: server.ptyUrl }));
   console.error(`sandbar: listening on ${server.url} (PTY ${server.ptyUrl})`);
   const stopped = Promise.withResolvers<void>();

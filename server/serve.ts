@@ -15,6 +15,7 @@ import { CommandRegistry } from "./commands/registry.ts";
 import { ConnectionGuard } from "./connection_guard.ts";
 import { HANDLERS } from "./handlers/mod.ts";
 import { type AuditSink, jsonLinesSink } from "./pipeline/audit.ts";
+import { procAccess } from "./confine/confinement.ts";
 import { compilePolicy } from "./policy/compile.ts";
 import { loadPolicyFile } from "./policy/load.ts";
 import type { PolicyFile } from "./policy/schema.ts";
@@ -219,6 +220,7 @@ async function loadCommands(registry: CommandRegistry, file: string): Promise<vo
  */
 export async function startServer(options: StartServerOptions = {}): Promise<SandbarServer> {
   const env = options.env ?? Deno.env.toObject();
+  procAccess(); // a wrong SANDBAR_PROC stops the server here, not at its first process
   const root = resolve(options.root ?? Deno.cwd());
   const file = options.policyFile ? await loadPolicyFile(options.policyFile) : options.policy;
   const given = options.token ?? env.SVC_SERVER_TOKEN;

@@ -55,6 +55,49 @@ export function confinementUnavailable(): string | null {
   return null;
 }
 
+/** How confined processes see `/proc`: see {@linkcode procAccess}. */
+export type ProcAccess = "closed" | "open";
+
+const PROC_ACCESS: readonly ProcAccess[] = ["closed", "open"];
+
+/**
+ * How confined processes see `/proc`, from `SANDBAR_PROC`:
+ *
+ * - `closed` (the default): the system-wide files only, no process's directory, its own
+ *   included. On a machine where the server's launcher (a shell, `deno task`, `npx`) holds a
+ *   token in its environment, that is the only rule that keeps it: the kernel lets a process
+ *   read the `environ` of every process of its user, Landlock and non-dumpable notwithstanding.
+ * - `open`: all of `/proc` readable (never writable). For a server whose PID namespace holds no
+ *   other process with a secret, such as the local provider's sandbox, where the server is the
+ *   only holder of its tokens and wipes them from its own environment block at start
+ *   (`server/hardening.ts`). Then `ps`, `/proc/self/*` and programs that need them (Deno reads
+ *   `/proc/self/maps` before it transpiles TypeScript) work. Processes of different identities
+ *   can then read each other's `environ`.
+ *
+ * Any other value is an error naming the valid ones.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { procAccess } from "./confinement.ts";
+ * assert.equal(procAccess({}), "closed");
+ * assert.equal(procAccess({ SANDBAR_PROC: "open" }), "open");
+ * assert.throws(() => procAccess({ SANDBAR_PROC: "yes" }), /SANDBAR_PROC/);
+ * ```
+ */
+export function procAccess(
+  env: Record<string, string | undefined> = { SANDBAR_PROC: Deno.env.get("SANDBAR_PROC") },
+): ProcAccess {
+  const value = env.SANDBAR_PROC;
+  if (value === undefined || value === "") return "closed";
+  if ((PROC_ACCESS as readonly string[]).includes(value)) return value as ProcAccess;
+  throw new Error(
+    `SANDBAR_PROC must be one of ${PROC_ACCESS.map((v) => `"${v}"`).join(", ")}, not ${
+      JSON.stringify(value.slice(0, 40))
+    }`,
+  );
+}
+
 /**
  * What the capabilities document says about confinement: nothing when every process is
  * confined in full.
@@ -170,12 +213,20 @@ export class Confinements implements Service {
     const scratch = this.scratchDir(identity, kind);
     if (kind === "git") {
       const exec = [...allowedExecutables(["git"], false), "/usr/lib/git-core"];
-      return { readWrite: [], readOnly: policy.paths.allow, scratch, withheld, exec };
+      return {
+        readWrite: [],
+        readOnly: policy.paths.allow,
+        scratch,
+        withheld,
+        exec,
+        proc: procAccess(),
+      };
     }
     const allow = policy.allowCommands;
     const deno = allow === undefined || allow.includes("deno") ? [denoBinaryDir()] : [];
     return {
       readWrite: policy.paths.allow,
+      proc: procAccess(),
       readOnly: deno,
       scratch,
       withheld,

@@ -95,6 +95,8 @@ export interface ConfinementPlan {
   readOnly?: readonly string[];
   /** The confinement's own directory: read and write, granted even inside a withheld tree. */
   scratch?: string;
+  /** `/proc` whole (`open`) or without its process directories (`closed`, the default). */
+  proc?: "closed" | "open";
 }
 
 function isInside(path: string, tree: string): boolean {
@@ -188,7 +190,8 @@ export function planRules(plan: ConfinementPlan): PathRule[] {
   const execAll = plan.exec === null ? FS.EXECUTE : 0n;
   for (const t of SYSTEM_TREES) if (exists(t)) grantTree(t, READ | execAll, plan.withheld, rules);
   for (const t of PSEUDO_TREES) if (exists(t)) rules.push({ path: t, rights: String(READ) });
-  procRules(rules);
+  if (plan.proc === "open") rules.push({ path: "/proc", rights: String(READ) });
+  else procRules(rules);
   for (const t of plan.readOnly ?? []) grantTree(t, READ | execAll, plan.withheld, rules);
   const etc = listNames("/etc");
   if (etc !== null) {

@@ -165,6 +165,8 @@ const SYMBOLS = {
   readdir64: { parameters: ["pointer"], result: "pointer" },
   // Variadic in C; PR_SET_DUMPABLE takes longs (server/hardening.ts).
   prctl: { parameters: ["i32", "u64", "u64", "u64", "u64"], result: "i32" },
+  // A static: Deno gives the variable's address (a `char ***`), not its value.
+  environ: { type: "pointer" },
 } as const;
 
 /** The opened library: its symbols. */

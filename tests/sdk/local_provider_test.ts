@@ -355,8 +355,9 @@ while True:
   }
   assert.equal(await sandbox.files.exists("/home/user/captured"), false);
   if (listening === "listening") await listener.kill();
-  // The relay, which every request passes through, is closed to the sandbox's processes: no
-  // process's environment can be read from inside (the host finds the relay's pid for us).
+  // The relay, which every request passes through, is closed to the sandbox's processes: /proc
+  // is open inside, but neither its descriptors nor its memory can be opened (the host finds the
+  // relay's pid for us).
   const relay = sandboxChildren(`${home}/sandboxes/${sandbox.id}`)
     .find((p) => p.cmdline.includes("relay.ts"));
   assert.ok(relay, "the relay runs in the sandbox");
@@ -364,10 +365,11 @@ while True:
   const nspid = /^NSpid:\s+(.*)$/m.exec(Deno.readTextFileSync(`/proc/${relay.pid}/status`))!;
   const inner = nspid[1].trim().split(/\s+/).at(-1);
   const peek = await sandbox.commands.run(
-    `ls -d /proc/${inner} && (head -c1 /proc/${inner}/environ >/dev/null 2>&1 && echo readable || ` +
-      "echo closed)",
+    `grep -c relay.ts /proc/${inner}/cmdline; ` +
+      `for f in /proc/${inner}/fd/0 /proc/${inner}/fd/1 /proc/${inner}/mem; do ` +
+      '(exec 3<"$f") 2>/dev/null && echo "$f open" || echo closed; done',
   );
-  assert.equal(peek.stdout, `/proc/${inner}\nclosed\n`);
+  assert.equal(peek.stdout, "1\nclosed\nclosed\nclosed\n");
 });
 
 Deno.test("no program behind a port gets the access token; the gateway still refuses strangers", async () => {

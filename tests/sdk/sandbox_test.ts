@@ -194,13 +194,9 @@ Deno.test("getTerminal: a real terminal; closing it closes the shell", async () 
   assert.deepEqual(open, []);
 });
 
-// Known bug, left open: a second Deno server started inside a sandbox runs confined, and Deno
-// panics when it must transpile there (its stack probe reads /proc/self/maps, which the
-// confinement closes), so starting a second sandbar server in a sandbox fails today.
-Deno.test({
-  name: "startServer: a second server with its own policy and token",
-  ignore: true,
-}, async () => {
+// The second server runs confined by the first; Deno needs /proc/self/maps to transpile it,
+// which the sandbox's open /proc gives.
+Deno.test("startServer: a second server with its own policy and token", async () => {
   await using sandbox = await Sandbox.create();
   assert.equal(await sandbox.startServer(), sandbox.server); // 9000 is its own, already up
   const readonly = await sandbox.startServer({ port: 9100, policy: "readonly", timeout: 60 });

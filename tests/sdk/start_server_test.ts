@@ -33,11 +33,8 @@ Deno.test("startServer: the sandbox's own server, a second and a third server, a
     assert.equal((await listening(sandbox)).has(9100), false, "nothing was started");
   });
 
-  // Known bug, left open: the second server runs confined and Deno panics when it must
-  // transpile there (its stack probe reads /proc/self/maps, which the confinement closes).
   await t.step({
     name: "a policy without a port starts a server on 9100, then the next on 9102",
-    ignore: true,
     fn: async () => {
       const readonly = await sandbox.startServer({ policy: "readonly", timeout: 60 });
       assert.match(readonly.baseUrl, /\/_port\/9100$/);

@@ -260,6 +260,10 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
   const paths = { home, run: INSIDE_RUN, commands: commandsInside };
   const { argv: server, stateDir } = serverArgs(INSIDE_DENO, pkg, paths, inputs.policy, env);
   env.SANDBAR_STATE_DIR = stateDir;
+  // The sandbox's PID namespace holds bubblewrap's init and the relay (neither has a secret) and
+  // the server, which wipes its tokens from its environment block at start: its processes may
+  // read /proc, which `ps`, `/proc/self/*` and Deno's TypeScript transpiler need.
+  env.SANDBAR_PROC = "open";
   server.push("--port", "9000", "--pty-port", "9001");
   const relay = [
     INSIDE_DENO,
