@@ -232,3 +232,16 @@ Deno.test("the access token is the gateway's and can only read and write files",
   assert.equal(shell.status, 403);
   assert.equal((await shell.json()).code, "missing_scope");
 });
+
+Deno.test("a TypeScript program runs with deno inside the sandbox, and ps sees it", async () => {
+  await using sandbox = await Sandbox.create();
+  // Not in any cache: Deno transpiles it inside the confinement, which needs /proc/self/maps.
+  await sandbox.files.write(
+    "/home/user/hello.ts",
+    "const n: number = 6 * 7;\nconsole.log(`answer ${n}`);\n",
+  );
+  const run = await sandbox.commands.run("deno run hello.ts");
+  assert.equal(run.stdout, "answer 42\n");
+  const ps = await sandbox.commands.run("sleep 30 & ps -o args= -p $!; kill $!");
+  assert.equal(ps.stdout, "sleep 30\n");
+});
