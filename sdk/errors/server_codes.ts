@@ -113,7 +113,11 @@ const SUGGESTIONS: Readonly<Record<string, string>> = {
   file_exists: "Pass overwrite: true to replace the file.",
 };
 
-/** Fallbacks for answers without a machine code (the server leaves it off some 404s and 500s). */
+/**
+ * Fallbacks for answers without a machine code. The server puts `code` on every error answer,
+ * 404s and 500s included (`endpoint` too, except on a 404 for a path no route matches), so
+ * these serve answers it did not write: a proxy or gateway in front of it, a non-JSON body.
+ */
 function codeFromStatus(status: number, type: string | undefined): string {
   if (type === "NotFoundError" || status === 404) return "not_found";
   if (status === 401) return "unauthorized";

@@ -43,9 +43,31 @@ const COLLECT_EVERY = 16 * 1024 * 1024;
 /** The prefix of temp files, so an operator can find leftovers of a crash. */
 export const TEMP_PREFIX = ".sandbar-upload-";
 
+/** Random bytes in a temp file's name (as hex: twice as many characters). */
+const TEMP_RANDOM_BYTES = 12;
+
+const TEMP_NAME = new RegExp(`^\\.sandbar-upload-[0-9a-f]{${TEMP_RANDOM_BYTES * 2}}\\.tmp$`);
+
 function tempName(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(12));
+  const bytes = crypto.getRandomValues(new Uint8Array(TEMP_RANDOM_BYTES));
   return `${TEMP_PREFIX}${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}.tmp`;
+}
+
+/**
+ * Whether `name` (a base name) has the exact form of this module's temp files, so a watcher can
+ * leave out the steps of an atomic write and report only the file it produced. A user's file
+ * that merely starts with the prefix is not one.
+ *
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { isTempName } from "./atomic_write.ts";
+ * assert.equal(isTempName(".sandbar-upload-0123456789abcdef01234567.tmp"), true);
+ * assert.equal(isTempName(".sandbar-upload-notes.txt"), false);
+ * ```
+ */
+export function isTempName(name: string): boolean {
+  return TEMP_NAME.test(name);
 }
 
 function sameFile(a: Deno.FileInfo | null, b: Deno.FileInfo | null): boolean {

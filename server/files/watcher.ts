@@ -6,7 +6,9 @@
  * @module
  */
 
+import { basename } from "node:path";
 import { ApiError } from "../errors.ts";
+import { isTempName } from "./atomic_write.ts";
 import type { Service } from "../state.ts";
 import { InotifyHub } from "./inotify.ts";
 import { type TreeChange, TreeWatch } from "./tree_watch.ts";
@@ -103,12 +105,18 @@ function watchFsSource(
       try {
         for await (const e of watcher) {
           const paths = e.paths.filter(inside);
-          if (paths.some(hidden)) continue;
           if (e.kind === "rename") {
-            // inotify's halves come alone; the pair (old, new) is the rename.
-            if (paths.length === 2) send({ type: "rename", path: paths[1], from: paths[0] });
+            // inotify's halves come alone; the pair (old, new) is the rename. As in a tree
+            // watch, a move from a hidden name (an upload's temp file) is a create, and one to
+            // a hidden name a delete.
+            if (paths.length !== 2) continue;
+            const [from, to] = paths;
+            if (!hidden(from) && !hidden(to)) send({ type: "rename", path: to, from });
+            else if (!hidden(to)) send({ type: "create", path: to });
+            else if (!hidden(from)) send({ type: "delete", path: from });
             continue;
           }
+          if (paths.some(hidden)) continue;
           const type = e.kind === "create"
             ? "create"
             : e.kind === "remove"
@@ -155,7 +163,9 @@ export class WatcherRegistry implements Service {
     const toShown = (p: string) =>
       p === options.real ? options.shown : options.shown + p.slice(options.real.length);
     const inside = (p: string) => p === options.real || p.startsWith(`${options.real}/`);
-    const hidden = (p: string) => options.hide(toShown(p), p);
+    // An atomic write's temp file is a step of the write, not a file of the user's: only the
+    // file it becomes is reported (its rename or link into place reads as a create).
+    const hidden = (p: string) => isTempName(basename(p)) || options.hide(toShown(p), p);
     let timer: ReturnType<typeof setInterval> | undefined;
     let closed = false;
     let pending: ((change: TreeChange) => void) | undefined;

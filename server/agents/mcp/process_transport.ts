@@ -28,6 +28,13 @@ const STDERR_TAIL_BYTES = 2048;
 /** How long `close()` waits after closing stdin, then after `SIGTERM`, before `SIGKILL`. */
 const CLOSE_GRACE_MS = 1000;
 
+/**
+ * How long a failed write waits for the process's exit status. A killed server breaks its
+ * stdin pipe before its death is reaped and its output drained; waiting a moment lets the
+ * caller hear why it died (`killed by SIGKILL`) rather than which pipe noticed first.
+ */
+const EXIT_GRACE_MS = 2000;
+
 const NEWLINE = 0x0a;
 
 /** A transport whose far end is a process in the server's process table. */
@@ -144,10 +151,35 @@ export class ProcessStdioTransport implements Transport {
     this.onmessage?.(message);
   }
 
-  /** Write one message to the server's stdin. */
+  /**
+   * Write one message to the server's stdin. When the write fails because the server is gone,
+   * rejects with how it ended (`the server was killed by SIGKILL`) once that is known, within
+   * {@linkcode EXIT_GRACE_MS}; by then {@linkcode exit} is set too.
+   */
   async send(message: JSONRPCMessage): Promise<void> {
-    if (!this.#process || this.#exit) throw new Error("the server process is not running");
-    await this.#process.write(this.#encoder.encode(serializeMessage(message)));
+    const p = this.#process;
+    if (!p) throw new Error("the server process is not running");
+    if (this.#exit) throw new Error(`the server ${describeExit(this.#exit)}`);
+    try {
+      await p.write(this.#encoder.encode(serializeMessage(message)));
+    } catch (e) {
+      const exit = await this.#exitWithin(EXIT_GRACE_MS);
+      if (exit) throw new Error(`the server ${describeExit(exit)}`, { cause: e });
+      throw e;
+    }
+  }
+
+  /** How the process ended, waiting at most `ms` for it; undefined if it is still running. */
+  async #exitWithin(ms: number): Promise<ExitInfo | undefined> {
+    const p = this.#process;
+    if (!p) return undefined;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const exit = await Promise.race([
+      p.exited,
+      new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), ms))),
+    ]).finally(() => clearTimeout(timer));
+    // `start()` subscribed to `exited` first, so `#exit` is already set when this resumes.
+    return exit;
   }
 
   /**
@@ -162,14 +194,7 @@ export class ProcessStdioTransport implements Transport {
   async #close(): Promise<void> {
     const p = this.#process;
     if (!p) return;
-    const exited = p.exited.then(() => true);
-    const within = (ms: number) => {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      return Promise.race([
-        exited,
-        new Promise<false>((r) => (timer = setTimeout(() => r(false), ms))),
-      ]).finally(() => clearTimeout(timer));
-    };
+    const within = async (ms: number) => (await this.#exitWithin(ms)) !== undefined;
     await p.closeStdin().catch(() => {});
     if (!(await within(CLOSE_GRACE_MS))) {
       p.kill("SIGTERM");

@@ -153,12 +153,9 @@ Deno.test("mcp stdio: a server that exits before answering, and one that dies mi
     await h.api(`/process/${pid}/signal`, { signal: "SIGKILL" });
     const after = await set.call("local__echo", { text: "anyone?" });
     assert.equal(after.isError, true);
-    // Which the transport sees first, the exit or its closed stdin, is a race between two
-    // events of one death; either is the caller's error (seen both ways in CI runs).
-    assert.match(
-      after.output,
-      /^MCP server 'local': (the server was killed by SIGKILL|stdin is closed)/,
-    );
+    // The broken stdin pipe is often noticed before the exit is reaped; the caller must still
+    // hear why the server died, not which pipe noticed first.
+    assert.match(after.output, /^MCP server 'local': the server was killed by SIGKILL/);
   } finally {
     await set.close();
   }
