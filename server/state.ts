@@ -24,6 +24,23 @@ export interface ServerAddresses {
 }
 
 /**
+ * The ports of `addresses` (none before the server listens).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { listeningPorts } from "./state.ts";
+ * const ports = listeningPorts({ url: "http://127.0.0.1:9000", ptyUrl: "ws://[::1]:9001" });
+ * assert.deepEqual(ports, [9000, 9001]);
+ * ```
+ */
+export function listeningPorts(addresses: ServerAddresses): number[] {
+  return [addresses.url, addresses.ptyUrl].filter(Boolean).map((u) =>
+    Number(new URL(u.replace(/^ws/, "http")).port)
+  );
+}
+
+/**
  * The server's shared state.
  */
 export class ServerState {

@@ -22,8 +22,8 @@
 
 import { join } from "node:path";
 import { nativeSpawnSupported } from "../process/native_spawn.ts";
-import type { ServerState, Service } from "../state.ts";
-import { landlockAbi } from "./landlock.ts";
+import { listeningPorts, type ServerState, type Service } from "../state.ts";
+import { landlockAbi, NET_ABI } from "./landlock.ts";
 import {
   allowedExecutables,
   type ConfinementPlan,
@@ -111,12 +111,18 @@ export function confinementWarnings(): string[] {
   const missing = confinementUnavailable();
   if (missing) return [missing];
   const abi = landlockAbi();
-  if (abi < SCOPING_ABI) {
-    return [
-      `Landlock ABI ${abi} (6 scopes signals and abstract sockets): processes the server starts may signal other processes of its user`,
-    ];
+  const warnings: string[] = [];
+  if (abi < NET_ABI) {
+    warnings.push(
+      `Landlock ABI ${abi} (4 handles TCP ports): processes the server starts may connect to the server's own ports`,
+    );
   }
-  return [];
+  if (abi < SCOPING_ABI) {
+    warnings.push(
+      `Landlock ABI ${abi} (6 scopes signals and abstract sockets): processes the server starts may signal other processes of its user`,
+    );
+  }
+  return warnings;
 }
 
 /** Paths no process the server starts may touch, besides the state directory. */
@@ -188,7 +194,7 @@ export class Confinements implements Service {
     const key = `${kind}\0${identity}`;
     let s = this.#spawners.get(key);
     if (!s) {
-      s = new Spawner(planRules(this.plan(identity, kind)));
+      s = new Spawner(planRules(this.plan(identity, kind)), listeningPorts(this.#state.addresses));
       this.#spawners.set(key, s);
     }
     return s;

@@ -18,6 +18,11 @@ const SYS_LANDLOCK_ADD_RULE = 445n;
 const SYS_LANDLOCK_RESTRICT_SELF = 446n;
 const LANDLOCK_CREATE_RULESET_VERSION = 1n;
 const LANDLOCK_RULE_PATH_BENEATH = 1n;
+const LANDLOCK_RULE_NET_PORT = 2n;
+/** ABI 4: `connect(2)` of a TCP socket to a port. */
+const ACCESS_NET_CONNECT_TCP = 1n << 1n;
+/** The Landlock ABI that handles TCP ports. */
+export const NET_ABI = 4;
 
 const PR_SET_NO_NEW_PRIVS = 38;
 const PR_CAPBSET_DROP = 24;
@@ -133,6 +138,24 @@ export interface PathRule {
 }
 
 /** Why a restriction failed. */
+/** Allow TCP `connect` to every port but `closed` in `ruleset`. */
+function openPortsExcept(ruleset: number, closed: ReadonlySet<number>): void {
+  const c = sys();
+  // struct landlock_net_port_attr { __u64 allowed_access; __u64 port; } (packed)
+  const attr = new Uint8Array(16);
+  const view = new DataView(attr.buffer);
+  view.setBigUint64(0, ACCESS_NET_CONNECT_TCP, true);
+  const fd = BigInt(ruleset);
+  const at = address(attr);
+  for (let port = 0; port < 65536; port++) {
+    if (closed.has(port)) continue;
+    view.setUint16(8, port, true);
+    if (c.syscall(SYS_LANDLOCK_ADD_RULE, fd, LANDLOCK_RULE_NET_PORT, at, 0n) !== 0n) {
+      throw new ConfinementError(`landlock_add_rule(port ${port})`, errno());
+    }
+  }
+}
+
 export class ConfinementError extends Error {
   /** The errno of the failing call. */
   readonly errno: number;
@@ -148,7 +171,10 @@ export class ConfinementError extends Error {
  * Restrict the calling thread, for good: no new privileges, the capabilities above out of its
  * bounding set (where it may drop them: as root), and a Landlock domain in which only `rules`
  * grant file access, signals and abstract unix sockets do not leave the domain. A path of a
- * rule that does not exist is skipped. Returns how many rules were added.
+ * rule that does not exist is skipped. With `closedPorts` (and ABI 4), TCP `connect` to those
+ * ports is refused, on any address: Landlock's network rules only allow, so every other port
+ * gets a rule of its own (65,534 of them: about 0.1 s, once per thread, measured). Returns how
+ * many path rules were added.
  *
  * @example
  * ```ts ignore
@@ -156,7 +182,10 @@ export class ConfinementError extends Error {
  * restrictThisThread([{ path: "/usr", rights: String(FS.READ_FILE | FS.READ_DIR | FS.EXECUTE) }]);
  * ```
  */
-export function restrictThisThread(rules: readonly PathRule[]): number {
+export function restrictThisThread(
+  rules: readonly PathRule[],
+  closedPorts: readonly number[] = [],
+): number {
   const c = sys();
   const version = landlockAbi();
   if (version < 1) throw new ConfinementError("landlock_create_ruleset", 38 /* ENOSYS */);
@@ -168,7 +197,8 @@ export function restrictThisThread(rules: readonly PathRule[]): number {
   const attr = new Uint8Array(24);
   const view = new DataView(attr.buffer);
   view.setBigUint64(0, handled, true);
-  view.setBigUint64(8, 0n, true);
+  const closing = closedPorts.length > 0 && version >= NET_ABI;
+  view.setBigUint64(8, closing ? ACCESS_NET_CONNECT_TCP : 0n, true);
   view.setBigUint64(16, version >= 6 ? SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL : 0n, true);
   const size = version >= 6 ? 24n : 16n;
   const ruleset = Number(c.syscall(SYS_LANDLOCK_CREATE_RULESET, address(attr), size, 0n, 0n));
@@ -201,6 +231,7 @@ export function restrictThisThread(rules: readonly PathRule[]): number {
         c.close(fd);
       }
     }
+    if (closing) openPortsExcept(ruleset, new Set(closedPorts));
     if (c.syscall(SYS_LANDLOCK_RESTRICT_SELF, BigInt(ruleset), 0n, 0n, 0n) !== 0n) {
       throw new ConfinementError("landlock_restrict_self", errno());
     }

@@ -54,8 +54,11 @@ export class Spawner {
   #failure: string | null = null;
   #closed = false;
 
-  /** Start the worker and have it restrict itself to `rules`. */
-  constructor(rules: readonly PathRule[]) {
+  /**
+   * Start the worker and have it restrict itself to `rules`, with TCP `connect` to
+   * `closedPorts` refused.
+   */
+  constructor(rules: readonly PathRule[], closedPorts: readonly number[] = []) {
     this.#worker = new Worker(new URL("./spawner_worker.ts", import.meta.url), {
       type: "module",
       name: "sandbar-spawner",
@@ -76,7 +79,7 @@ export class Spawner {
       Atomics.store(this.#state, READY_SLOT, -1);
       ready.reject(new Error(`confinement failed: ${e.message}`));
     };
-    this.#worker.postMessage({ shared: this.#shared, rules });
+    this.#worker.postMessage({ shared: this.#shared, rules, closedPorts });
   }
 
   /**

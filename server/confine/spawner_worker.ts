@@ -33,6 +33,7 @@ const scope = self as unknown as {
 interface Init {
   shared: SharedArrayBuffer;
   rules: PathRule[];
+  closedPorts: number[];
 }
 
 function serve(shared: SharedArrayBuffer): void {
@@ -55,11 +56,11 @@ function serve(shared: SharedArrayBuffer): void {
 }
 
 scope.onmessage = (event: MessageEvent<Init>) => {
-  const { shared, rules } = event.data;
+  const { shared, rules, closedPorts } = event.data;
   const state = new Int32Array(shared);
   let message: string | null = null;
   try {
-    restrictThisThread(rules);
+    restrictThisThread(rules, closedPorts);
     Atomics.store(state, 14, 1);
   } catch (e) {
     message = (e as Error).message;
