@@ -10,6 +10,8 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser } from "puppeteer-core";
+import type { BrowserConfinement } from "../confine/confinement.ts";
+import { LANDLOCK_ENV } from "./exec_tcp_only.ts";
 
 /**
  * Where Chromium is looked for, in order. `/usr/bin/chromium` is Debian's wrapper script, which
@@ -128,6 +130,7 @@ export function tcpOnlyLaunch(
     args: [
       "run",
       "--allow-ffi",
+      `--allow-env=${LANDLOCK_ENV}`,
       "--no-config",
       "--no-lock",
       "--quiet",
@@ -147,11 +150,14 @@ export interface LaunchedChromium {
 }
 
 /**
- * Launch Chromium with a fresh directory under `stateDir`.
+ * Launch Chromium with a fresh directory under `stateDir`, confined (on Linux with Landlock) to
+ * what `confine` returns for that directory: its launcher restricts itself before it becomes
+ * Chromium (see `exec_tcp_only.ts`).
  */
 export async function launchChromium(
   stateDir: string,
   executablePath: string,
+  confine: (dir: string) => BrowserConfinement | null = () => null,
 ): Promise<LaunchedChromium> {
   const dir = await Deno.makeTempDir({ dir: stateDir, prefix: "chromium-" });
   await Deno.mkdir(join(dir, "home"), { recursive: true });
@@ -160,12 +166,15 @@ export async function launchChromium(
     // Loaded on first launch: a server with the browser group off never pays for puppeteer.
     const { default: puppeteer } = await import("puppeteer-core");
     const { program, args } = tcpOnlyLaunch(executablePath, chromiumFlags(join(dir, "profile")));
+    const env = chromiumEnv(dir);
+    const confinement = Deno.build.os === "linux" ? confine(dir) : null;
+    if (confinement) env[LANDLOCK_ENV] = JSON.stringify(confinement);
     const browser = await puppeteer.launch({
       executablePath: program,
       args,
       ignoreDefaultArgs: true,
       pipe: true,
-      env: chromiumEnv(dir),
+      env,
       defaultViewport: null,
       // The server decides when Chromium stops; puppeteer's handlers would exit the process.
       handleSIGINT: false,

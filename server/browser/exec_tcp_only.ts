@@ -6,20 +6,29 @@
  * is inherited by every process the program starts and cannot be removed. Deno cannot run code
  * between `fork` and `exec` in a child, so this small process is the step in between.
  *
- * Exits with 126 (and a message on stderr) when the filter cannot be installed, so the browser
- * never starts without it.
+ * With `SANDBAR_BROWSER_LANDLOCK` set (the rules of `Confinements.browser`), it first restricts
+ * itself with Landlock, which the program inherits too: puppeteer starts Chromium, so no spawner
+ * thread of the server's can, and this is the one place that runs before Chromium does. The
+ * variable is removed before the `execv`.
+ *
+ * Exits with 126 (and a message on stderr) when the filter or the Landlock rules cannot be
+ * installed, so the browser never starts without them.
  *
  * @module
  */
 
+import { type PathRule, restrictThisThread } from "../confine/landlock.ts";
 import { tcpOnlyFilter } from "./seccomp_filter.ts";
+
+/** The variable that carries the Landlock rules (JSON: `{ rules, closedPorts }`). */
+export const LANDLOCK_ENV = "SANDBAR_BROWSER_LANDLOCK";
 
 const PR_SET_NO_NEW_PRIVS = 38;
 const PR_SET_SECCOMP = 22;
 const SECCOMP_MODE_FILTER = 2;
 
 function fail(message: string): never {
-  console.error(`sandbar: cannot confine the browser's network: ${message}`);
+  console.error(`sandbar: cannot confine the browser: ${message}`);
   Deno.exit(126);
 }
 
@@ -33,6 +42,21 @@ function cString(s: string): Uint8Array<ArrayBuffer> {
 if (import.meta.main) {
   const [program, ...args] = Deno.args;
   if (!program) fail("no program given");
+  // The file rules first: Chromium (and every process it starts) can then read the system,
+  // write its own directory alone and connect to no port of the server's.
+  const landlock = Deno.env.get(LANDLOCK_ENV);
+  if (landlock !== undefined) {
+    Deno.env.delete(LANDLOCK_ENV);
+    try {
+      const { rules, closedPorts } = JSON.parse(landlock) as {
+        rules: PathRule[];
+        closedPorts: number[];
+      };
+      restrictThisThread(rules, closedPorts);
+    } catch (e) {
+      fail(`Landlock: ${(e as Error).message}`);
+    }
+  }
   const filter = tcpOnlyFilter();
   if (!filter) fail(`no filter for ${Deno.build.os}/${Deno.build.arch}`);
   const lib = Deno.dlopen("libc.so.6", {

@@ -12,6 +12,7 @@ import type { UrlGuard } from "../guards/urls/index.ts";
 import type { Service } from "../state.ts";
 import { findChromium, launchChromium, type LaunchedChromium } from "./chromium.ts";
 import { PageSession } from "./session.ts";
+import type { BrowserConfinement, Confinements } from "../confine/confinement.ts";
 
 /** Options of a {@linkcode BrowserManager}. */
 export interface BrowserManagerOptions {
@@ -21,6 +22,11 @@ export interface BrowserManagerOptions {
   guard: UrlGuard;
   /** Environment to read `SANDBAR_CHROMIUM` from. */
   env: Readonly<Record<string, string | undefined>>;
+  /**
+   * The kernel confinement of a Chromium whose files are in `dir` (null: none here); the
+   * server's is {@linkcode Confinements.browser}.
+   */
+  confine?: (dir: string, executable: string) => BrowserConfinement | null;
 }
 
 /** How long Chromium gets to close before it is killed. */
@@ -104,7 +110,12 @@ export class BrowserManager implements Service {
     }
     let launched: LaunchedChromium;
     try {
-      launched = await launchChromium(this.#options.stateDir, executable);
+      const confine = this.#options.confine;
+      launched = await launchChromium(
+        this.#options.stateDir,
+        executable,
+        confine && ((dir) => confine(dir, executable)),
+      );
     } catch (e) {
       throw new ApiError("internal", `Chromium did not start: ${(e as Error).message}`, {
         cause: e,

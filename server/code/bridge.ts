@@ -45,11 +45,11 @@ export async function spawnKernelBridge(
   onLine: (line: string) => void,
   onStderr: (text: string) => void,
 ): Promise<ManagedProcess> {
-  const python = await kernelPython(env);
+  const confined = confinements(state);
+  const python = await kernelPython(confined.system() ?? undefined);
   if (!python) throw notInstalled();
   // The bridge and its kernels run confined as the identity's other processes do, so its files
   // live in that confinement's own directory: the rest of the state directory is closed to it.
-  const confined = confinements(state);
   const dir = join(confined.scratchDir(identity), "code");
   await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
   const script = join(dir, "kernel_bridge.py");

@@ -127,7 +127,8 @@ export class CodeContexts implements Service {
         { param: "context_id" },
       );
     }
-    const launch = await kernelLaunch(options.language, options.env);
+    const system = confinements(this.#state).system() ?? undefined;
+    const launch = await kernelLaunch(options.language, options.env, system);
     const hex = Array.from(crypto.getRandomValues(new Uint8Array(6)), (b) => b.toString(16))
       .map((h) => h.padStart(2, "0")).join("");
     const id = `ctx_${hex}`;

@@ -10,6 +10,7 @@
  */
 
 import { ApiError } from "../errors.ts";
+import type { Spawner } from "../confine/spawner.ts";
 import { SERVER_TOOL_PATH } from "../process/environment.ts";
 import { toolOutput } from "../process/run.ts";
 import type { ServerState } from "../state.ts";
@@ -77,16 +78,21 @@ export interface KernelLaunch {
 let python: Promise<string | null> | undefined;
 
 /**
- * The Python that has `ipykernel` and `jupyter_client`, or null (looked up once). The probe runs
- * unconfined, so it looks only in the system directories, never through a `PATH` a caller set.
+ * The Python that has `ipykernel` and `jupyter_client`, or null (looked up once). The probe is
+ * one of the server's own helper programs: it runs on the `system` confinement (`spawner`,
+ * where there is one) and looks only in the system directories, never through a `PATH` a
+ * caller set.
  */
-export function kernelPython(_env?: Record<string, string>): Promise<string | null> {
+export function kernelPython(spawner?: Spawner): Promise<string | null> {
   python ??= (async () => {
     const env = { PATH: SERVER_TOOL_PATH };
     for (const candidate of ["/usr/bin/python3", "python3"]) {
       const out = await toolOutput(
         [candidate, "-c", "import ipykernel, jupyter_client, sys; print(sys.executable)"],
         env,
+        10000,
+        "/",
+        spawner,
       );
       if (out?.trim()) return out.trim();
     }
@@ -99,6 +105,7 @@ export function kernelPython(_env?: Record<string, string>): Promise<string | nu
 export async function kernelLaunch(
   language: Language,
   env: Record<string, string>,
+  spawner?: Spawner,
 ): Promise<KernelLaunch> {
   if (language === "bash") return { kind: "bash", env: {} };
   if (language === "javascript" || language === "typescript") {
@@ -109,7 +116,7 @@ export async function kernelLaunch(
       env: { NO_COLOR: "1", DENO_NO_UPDATE_CHECK: "1" },
     };
   }
-  const exe = await kernelPython(env);
+  const exe = await kernelPython(spawner);
   if (!exe) throw notInstalled();
   return {
     kind: "python",

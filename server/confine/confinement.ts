@@ -9,6 +9,12 @@
  * - `git`: the server's own git runs for the `git` endpoints: reads `paths.allow`, writes only its
  *   scratch directory (its `HOME`), and executes git alone (no shell: a configuration that names
  *   a program cannot start it).
+ * - `system`: the helper programs of the `system` group (`df`, `grep`, `sh`, `find`, `python3`
+ *   and the version probes): read the system trees and all of `/proc`, write only their scratch
+ *   directory, execute only {@linkcode SYSTEM_TOOLS}. They take no caller input.
+ * - `browser`: Chromium ({@linkcode Confinements.browser}); not a spawner thread, since puppeteer
+ *   starts Chromium, but the same rules, applied by Chromium's launcher before it becomes
+ *   Chromium.
  *
  * Each confinement also has a scratch directory of its own under the state directory, readable
  * and writable by its processes only (`run_code` puts its source files there).
@@ -20,22 +26,49 @@
  * @module
  */
 
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { nativeSpawnSupported } from "../process/native_spawn.ts";
 import { listeningPorts, type ServerState, type Service } from "../state.ts";
-import { landlockAbi, NET_ABI } from "./landlock.ts";
+import { landlockAbi, NET_ABI, type PathRule } from "./landlock.ts";
 import {
   allowedExecutables,
   type ConfinementPlan,
   denoBinaryDir,
   planRules,
+  PROGRAM_DIRS,
   type Withheld,
   WRITE,
 } from "./rules.ts";
 import { Spawner } from "./spawner.ts";
 
 /** What a confined process is for. */
-export type ConfinementKind = "process" | "git";
+export type ConfinementKind = "process" | "git" | "system";
+
+/**
+ * The programs the `system` group runs (and the probe for the kernel's Python): `df`, `grep`
+ * and `sh`/`find` over `/proc`, `python3 -I` listing packages, and the version probes.
+ */
+export const SYSTEM_TOOLS: readonly string[] = [
+  "df",
+  "grep",
+  "sh",
+  "bash",
+  "find",
+  "python3",
+  "node",
+  "git",
+];
+
+/** The name the server's own helper programs are confined under (kind `system`). */
+export const SYSTEM_IDENTITY = "server";
+
+/** What Chromium's launcher restricts itself to before it becomes Chromium. */
+export interface BrowserConfinement {
+  /** The Landlock rules (see {@linkcode planRules}). */
+  rules: PathRule[];
+  /** TCP ports `connect` is refused to: the server's own. */
+  closedPorts: number[];
+}
 
 /** The Landlock ABI that scopes signals and abstract unix sockets. */
 const SCOPING_ABI = 6;
@@ -149,6 +182,13 @@ function isLiteralPath(p: string): boolean {
   return p.startsWith("/") && !/[*?[\]{}]/.test(p);
 }
 
+/**
+ * How Chromium sees `/proc`: as every other confined process does ({@linkcode procAccess}).
+ */
+export function browserProc(): ProcAccess {
+  return procAccess();
+}
+
 /** The per-server set of confined spawners. */
 export class Confinements implements Service {
   readonly #state: ServerState;
@@ -200,8 +240,8 @@ export class Confinements implements Service {
     return s;
   }
 
-  /** The plan of one confinement (exported for the tests and the docs). */
-  plan(identity: string, kind: ConfinementKind): ConfinementPlan {
+  /** What no confined process may touch: the state directory, secrets, literal denials. */
+  #withheld(): Withheld[] {
     const policy = this.#state.policy;
     const withheld: Withheld[] = [
       { path: this.#state.stateDir, remove: ALL },
@@ -216,7 +256,34 @@ export class Confinements implements Service {
       if (isLiteralPath(p)) withheld.push({ path: p, remove: ALL });
     }
     for (const p of policy.paths.readOnly) withheld.push({ path: p, remove: WRITE });
+    return withheld;
+  }
+
+  /**
+   * The spawner of the server's own helper programs (kind `system`: the `system` group and the
+   * probe for the kernel's Python), or null where processes run unconfined.
+   */
+  system(): Spawner | null {
+    return this.spawner(SYSTEM_IDENTITY, "system");
+  }
+
+  /** The plan of one confinement (exported for the tests and the docs). */
+  plan(identity: string, kind: ConfinementKind): ConfinementPlan {
+    const policy = this.#state.policy;
+    const withheld = this.#withheld();
     const scratch = this.scratchDir(identity, kind);
+    if (kind === "system") {
+      // No caller input reaches these programs, and they must see every process (ports, load):
+      // `/proc` whole, read only; nothing of the caller's is granted.
+      return {
+        readWrite: [],
+        readOnly: [],
+        scratch,
+        withheld,
+        exec: allowedExecutables(SYSTEM_TOOLS, false),
+        proc: "open",
+      };
+    }
     if (kind === "git") {
       const exec = [...allowedExecutables(["git"], false), "/usr/lib/git-core"];
       return {
@@ -237,6 +304,44 @@ export class Confinements implements Service {
       scratch,
       withheld,
       exec: allow === undefined ? null : [...allowedExecutables(allow), ...deno],
+    };
+  }
+
+  /**
+   * Chromium's plan: the system trees and `/proc` read only (see {@linkcode browserProc}),
+   * nothing of `paths.allow` (the URL guard refuses `file:` URLs anyway), writes to `dir` (its
+   * profile, home and temp files) and `/dev/shm` only, and execution of `executable` and the
+   * helpers beside it alone.
+   */
+  browserPlan(dir: string, executable: string): ConfinementPlan {
+    const exec = allowedExecutables([executable], false);
+    const home = dirname(executable);
+    // Debian's real binary lives in a directory of its own with its crash handler beside it; a
+    // program directory such as /usr/bin is never granted whole.
+    if (!PROGRAM_DIRS.includes(home)) exec.push(home);
+    return {
+      readWrite: [],
+      // Fontconfig's system cache: without it every launch would rebuild it into its home.
+      readOnly: ["/var/cache/fontconfig"],
+      scratch: dir,
+      withheld: this.#withheld(),
+      exec,
+      proc: browserProc(),
+    };
+  }
+
+  /**
+   * The confinement of a Chromium whose files are in `dir`, or null where processes run
+   * unconfined (see {@linkcode confinementWarnings}). Puppeteer starts Chromium through Node's
+   * `child_process` (its DevTools pipe is descriptors 3 and 4, which the native spawn closes),
+   * so a spawner thread cannot start it: its launcher, which already runs between `fork` and
+   * Chromium to install the seccomp filter, restricts itself to these rules first.
+   */
+  browser(dir: string, executable: string): BrowserConfinement | null {
+    if (confinementUnavailable()) return null;
+    return {
+      rules: planRules(this.browserPlan(dir, executable)),
+      closedPorts: listeningPorts(this.#state.addresses),
     };
   }
 

@@ -59,7 +59,7 @@ const PUBLIC_ETC = [
   "/etc/ssh/ssh_config.d",
 ];
 /** Directories programs are looked up in (the command guard's list). */
-const PROGRAM_DIRS = [
+export const PROGRAM_DIRS: readonly string[] = [
   "/usr/local/sbin",
   "/usr/local/bin",
   "/usr/sbin",

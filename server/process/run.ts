@@ -6,6 +6,7 @@
  * @module
  */
 
+import type { Spawner } from "../confine/spawner.ts";
 import { HeadBuffer, TailBuffer } from "./output.ts";
 import { type ExitInfo, ManagedProcess, type SpawnRequest } from "./spawn.ts";
 
@@ -57,7 +58,7 @@ export async function runCaptured(
 
 /**
  * The stdout of a quick helper program, or `null` when it is missing, fails or takes longer
- * than `timeoutMs`.
+ * than `timeoutMs`. With `spawner`, it runs on that confinement.
  *
  * @example Usage
  * ```ts
@@ -74,9 +75,10 @@ export async function toolOutput(
   env: Record<string, string>,
   timeoutMs = 10000,
   cwd = "/",
+  spawner?: Spawner,
 ): Promise<string | null> {
   try {
-    const r = await runCaptured({ argv, cwd, env, timeoutMs });
+    const r = await runCaptured({ argv, cwd, env, timeoutMs, spawner });
     return r.exit.exitCode === 0 ? r.stdout : null;
   } catch {
     return null;

@@ -13,6 +13,7 @@ import type { Context } from "hono";
 import * as actions from "../../browser/actions.ts";
 import { browserGoneError, isBrowserGone } from "../../browser/failures.ts";
 import { BrowserManager } from "../../browser/manager.ts";
+import { confinements } from "../../confine/confinement.ts";
 import type { PageSession, Refusals } from "../../browser/session.ts";
 import { refusalError, UrlGuard } from "../../guards/urls/index.ts";
 import type { ServerEnv } from "../../state.ts";
@@ -44,6 +45,7 @@ function manager(c: Context<ServerEnv>): BrowserManager {
       stateDir: state.stateDir,
       guard: UrlGuard.fromPolicy(state.policy, self),
       env: Deno.env.toObject(),
+      confine: (dir, executable) => confinements(state).browser(dir, executable),
     });
   });
 }

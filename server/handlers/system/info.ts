@@ -4,12 +4,12 @@
  * @module
  */
 
-import { environmentStore } from "../../process/environment.ts";
 import { toolOutput } from "../../process/run.ts";
 import type { ServerState, Service } from "../../state.ts";
 import { SERVER_VERSION } from "../../version.ts";
 import type { EndpointHandler } from "../types.ts";
 import { diskUsage, osRelease, parseMemInfo, parseUptime, procFiles, readText } from "./machine.ts";
+import { type SystemTools, systemTools } from "./tools.ts";
 
 const TOOLS: Readonly<Record<string, [string[], RegExp]>> = {
   bash: [["bash", "--version"], /version (\d+\.\d+\.\d+)/],
@@ -22,11 +22,11 @@ const TOOLS: Readonly<Record<string, [string[], RegExp]>> = {
 class ToolVersions implements Service {
   #versions: Promise<Record<string, string | null>> | undefined;
 
-  get(env: Record<string, string>): Promise<Record<string, string | null>> {
+  get(tools: SystemTools): Promise<Record<string, string | null>> {
     return this.#versions ??= (async () => {
       const entries = await Promise.all(
         Object.entries(TOOLS).map(async ([name, [argv, re]]) => {
-          const out = await toolOutput(argv, env, 10000);
+          const out = await toolOutput(argv, tools.env, 10000, "/", tools.spawner);
           return [name, out === null ? null : re.exec(out)?.[1] ?? null] as const;
         }),
       );
@@ -49,14 +49,15 @@ async function userName(uid: number | null): Promise<string | null> {
 
 /** The info document. */
 export async function systemInfo(state: ServerState) {
-  const env = environmentStore(state).forServerTool();
+  const helpers = systemTools(state);
+  const env = helpers.env;
   const PROC = ["/proc/meminfo", "/proc/uptime", "/proc/cpuinfo", "/proc/sys/kernel/version"];
   const [os, proc, disk, name, tools] = await Promise.all([
     osRelease(),
-    procFiles(PROC, env),
-    diskUsage(state.root, env),
+    procFiles(PROC, helpers),
+    diskUsage(state.root, helpers),
     userName(Deno.uid()),
-    state.service("system.tool_versions", () => new ToolVersions()).get(env),
+    state.service("system.tool_versions", () => new ToolVersions()).get(helpers),
   ]);
   const mem = parseMemInfo(proc.get("/proc/meminfo"));
   const model = /^model name\s*:\s*(.+)$/m.exec(proc.get("/proc/cpuinfo") ?? "")?.[1] ?? null;

@@ -10,6 +10,7 @@
  */
 
 import { runCaptured, toolOutput } from "../../process/run.ts";
+import type { SystemTools } from "./tools.ts";
 
 /** Usage of the file system holding a path. */
 export interface DiskUsage {
@@ -28,9 +29,10 @@ export interface DiskUsage {
 /** `df` of the file system holding `path`, or `null` when `df` is missing or fails. */
 export async function diskUsage(
   path: string,
-  env: Record<string, string>,
+  tools: SystemTools,
 ): Promise<DiskUsage | null> {
-  const out = await toolOutput(["df", "-P", "-B1", "--", path], env, 10000);
+  const argv = ["df", "-P", "-B1", "--", path];
+  const out = await toolOutput(argv, tools.env, 10000, "/", tools.spawner);
   const row = out?.trim().split("\n")[1]?.trim().split(/\s+/);
   if (!row || row.length < 6) return null;
   const [total, used, available] = row.slice(1, 4).map(Number);
@@ -70,12 +72,18 @@ export async function osRelease(): Promise<Record<string, string>> {
  */
 export async function procFiles(
   paths: readonly string[],
-  env: Record<string, string>,
+  tools: SystemTools,
 ): Promise<Map<string, string>> {
   const files = new Map<string, string[]>();
   try {
     const r = await runCaptured(
-      { argv: ["grep", "-H", "", "--", ...paths], cwd: "/", env, timeoutMs: 10000 },
+      {
+        argv: ["grep", "-H", "", "--", ...paths],
+        cwd: "/",
+        env: tools.env,
+        timeoutMs: 10000,
+        spawner: tools.spawner,
+      },
       16 << 20,
     );
     for (const line of r.stdout.split("\n")) {

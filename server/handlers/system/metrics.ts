@@ -5,8 +5,8 @@
  * @module
  */
 
-import { environmentStore } from "../../process/environment.ts";
 import type { EndpointHandler } from "../types.ts";
+import { systemTools } from "./tools.ts";
 import {
   diskUsage,
   parseCpuTimes,
@@ -39,12 +39,12 @@ function cpuPercent(a: number[] | null, b: number[] | null) {
 /** `GET /system/metrics`. */
 export const metrics: EndpointHandler = async (c) => {
   const state = c.var.state;
-  const env = environmentStore(state).forServerTool();
+  const tools = systemTools(state);
   const PROC = ["/proc/stat", "/proc/meminfo", "/proc/loadavg", "/proc/uptime"];
-  const [proc, disk] = await Promise.all([procFiles(PROC, env), diskUsage(state.root, env)]);
+  const [proc, disk] = await Promise.all([procFiles(PROC, tools), diskUsage(state.root, tools)]);
   await new Promise((r) => setTimeout(r, SAMPLE_MS));
   const before = parseCpuTimes(proc.get("/proc/stat"));
-  const after = parseCpuTimes((await procFiles(["/proc/stat"], env)).get("/proc/stat"));
+  const after = parseCpuTimes((await procFiles(["/proc/stat"], tools)).get("/proc/stat"));
   const mem = parseMemInfo(proc.get("/proc/meminfo"));
   const uptime = parseUptime(proc.get("/proc/uptime"));
   const loadavg = proc.get("/proc/loadavg");

@@ -7,10 +7,10 @@
  */
 
 import { ApiError } from "../../errors.ts";
-import { environmentStore } from "../../process/environment.ts";
 import { toolOutput } from "../../process/run.ts";
 import type { EndpointHandler } from "../types.ts";
 import { readText } from "./machine.ts";
+import { type SystemTools, systemTools } from "./tools.ts";
 
 type Manager = "deb" | "pip" | "npm";
 
@@ -44,8 +44,9 @@ async function debPackages(): Promise<InstalledPackage[] | null> {
 const PY_LIST =
   "import json, importlib.metadata as m\nprint(json.dumps([[d.metadata['Name'], d.version] for d in m.distributions()]))";
 
-async function pipPackages(env: Record<string, string>): Promise<InstalledPackage[] | null> {
-  const out = await toolOutput(["python3", "-I", "-c", PY_LIST], env, 15000);
+async function pipPackages(tools: SystemTools): Promise<InstalledPackage[] | null> {
+  const argv = ["python3", "-I", "-c", PY_LIST];
+  const out = await toolOutput(argv, tools.env, 15000, "/", tools.spawner);
   if (out === null) return null;
   try {
     const rows = JSON.parse(out) as [string | null, string][];
@@ -105,9 +106,11 @@ export const packages: EndpointHandler = async (c) => {
   const limit = parseLimit(c.req.query("limit"));
   const query = c.req.query("query")?.toLowerCase() ?? "";
   const wanted = manager ? [manager as Manager] : MANAGERS;
-  const env = environmentStore(c.var.state).forServerTool();
+  const tools = systemTools(c.var.state);
   const lists = await Promise.all(
-    wanted.map((m) => m === "deb" ? debPackages() : m === "pip" ? pipPackages(env) : npmPackages()),
+    wanted.map((m) =>
+      m === "deb" ? debPackages() : m === "pip" ? pipPackages(tools) : npmPackages()
+    ),
   );
   const managers: Record<string, { present: boolean; count: number }> = {};
   const all: InstalledPackage[] = [];

@@ -5,10 +5,10 @@
  * @module
  */
 
-import { environmentStore } from "../../process/environment.ts";
 import { runCaptured } from "../../process/run.ts";
 import type { EndpointHandler } from "../types.ts";
 import { procFiles } from "./machine.ts";
+import { type SystemTools, systemTools } from "./tools.ts";
 
 const LISTEN = "0A";
 
@@ -87,17 +87,26 @@ function listening(text: string, family: "ipv4" | "ipv6") {
 /**
  * inode to pid and command for the sockets in `inodes`: one `find` child lists every socket
  * descriptor in `/proc/<pid>/fd` (the server's Deno may not read `/proc` itself).
+ *
+ * This one child runs unconfined, with the fixed `PATH` and a fixed script: reading the links
+ * in `/proc/<pid>/fd` is a ptrace access, and Landlock refuses every ptrace access from inside
+ * a domain to a process outside it (which is every process here), whatever the file rules say.
  */
 async function owners(
   inodes: Set<string>,
-  env: Record<string, string>,
+  tools: SystemTools,
 ): Promise<Map<string, { pid: number; command: string | null }>> {
   const found = new Map<string, { pid: number; command: string | null }>();
   if (inodes.size === 0) return found;
   const script =
     "find /proc/[0-9]*/fd -maxdepth 1 -lname 'socket:*' -printf '%h %l\\n' 2>/dev/null; true";
   const r = await runCaptured(
-    { argv: ["sh", "-c", script], cwd: "/", env, timeoutMs: 10000 },
+    {
+      argv: ["sh", "-c", script],
+      cwd: "/",
+      env: tools.env,
+      timeoutMs: 10000,
+    },
     8 << 20,
   )
     .catch(() => null);
@@ -108,20 +117,20 @@ async function owners(
     }
   }
   const pids = [...new Set([...found.values()].map((o) => o.pid))];
-  const comms = await procFiles(pids.map((p) => `/proc/${p}/comm`), env);
+  const comms = await procFiles(pids.map((p) => `/proc/${p}/comm`), tools);
   for (const o of found.values()) o.command = comms.get(`/proc/${o.pid}/comm`)?.trim() ?? null;
   return found;
 }
 
 /** `GET /system/ports`. */
 export const ports: EndpointHandler = async (c) => {
-  const env = environmentStore(c.var.state).forServerTool();
-  const net = await procFiles(["/proc/net/tcp", "/proc/net/tcp6"], env);
+  const tools = systemTools(c.var.state);
+  const net = await procFiles(["/proc/net/tcp", "/proc/net/tcp6"], tools);
   const rows = [
     ...listening(net.get("/proc/net/tcp") ?? "", "ipv4"),
     ...listening(net.get("/proc/net/tcp6") ?? "", "ipv6"),
   ];
-  const byInode = await owners(new Set(rows.map((r) => r.inode)), env);
+  const byInode = await owners(new Set(rows.map((r) => r.inode)), tools);
   const result: ListeningPort[] = rows.map((r) => {
     const owner = byInode.get(r.inode);
     return {
