@@ -1,5 +1,5 @@
-// The system group runs helper programs of the server's own (df, grep, sh, python3 -I), which
-// are not confined: a PATH set through POST /system/env must not choose them. Judged by marker
+// The system group runs helper programs of the server's own (df, grep, sh, python3 -I), confined
+// but with all of /proc: a PATH set through POST /system/env must not choose them. Judged by marker
 // files that impostors on that PATH would write.
 import assert from "node:assert/strict";
 import { startTestServer } from "../helpers/server.ts";
