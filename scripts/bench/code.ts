@@ -36,7 +36,7 @@ export async function main(args: string[] = Deno.args): Promise<number> {
   });
   const runs = Number(values.runs);
   const coldRuns = Number(values.cold);
-  const python = await kernelPython(Deno.env.toObject());
+  const python = await kernelPython();
   if (!python) throw new Error("no python3 with ipykernel (apt-get install python3-ipykernel)");
   await using server = await startTestServer();
   using client = await Http1Client.connect(server.url, {

@@ -12,7 +12,7 @@ import type { UrlGuard } from "../guards/urls/index.ts";
 import type { Service } from "../state.ts";
 import { findChromium, launchChromium, type LaunchedChromium } from "./chromium.ts";
 import { PageSession } from "./session.ts";
-import type { BrowserConfinement, Confinements } from "../confine/confinement.ts";
+import type { BrowserConfinement } from "../confine/confinement.ts";
 
 /** Options of a {@linkcode BrowserManager}. */
 export interface BrowserManagerOptions {
@@ -24,7 +24,7 @@ export interface BrowserManagerOptions {
   env: Readonly<Record<string, string | undefined>>;
   /**
    * The kernel confinement of a Chromium whose files are in `dir` (null: none here); the
-   * server's is {@linkcode Confinements.browser}.
+   * server's is `Confinements.browser`.
    */
   confine?: (dir: string, executable: string) => BrowserConfinement | null;
 }
