@@ -35,7 +35,7 @@ import { McpRequiredServerError } from "../mcp/errors.ts";
 import { closeSessionMcp, sessionMcpTools } from "./session_mcp.ts";
 import type { ToolProvider } from "./tools/tool.ts";
 import { exportTrace, TraceBuilder } from "./traces.ts";
-import { runTurnLoop, type TurnEnd, type TurnSetup } from "./turn_loop.ts";
+import { runTurnLoop, takeMessages, type TurnEnd, type TurnSetup } from "./turn_loop.ts";
 import { SubagentManager } from "./subagents.ts";
 import { runSubagentTurn } from "./subagent_turn.ts";
 import { DelegationTools } from "./tools/delegation.ts";
@@ -89,41 +89,40 @@ export class AgentRuntime {
   }
 
   /**
-   * Start a turn on an idle session with these messages: the turn is stored `queued` and
-   * `turn.created` sent before this returns; the turn then runs in the background.
+   * Start a turn on an idle session with these messages: the turn is stored `queued` and then
+   * `in_progress`, the session `in_progress`, the messages taken as its first items, and their
+   * events (`turn.created`, `session.in_progress`, `turn.in_progress`, `item.added`) sent, all
+   * in one commit before this returns; the turn then runs in the background.
    */
   startTurn(state: ServerState, session: SessionBody, messages: InputMessage[]): TurnBody {
     const live = this.live(session.id);
     const now = unixNow();
     const turn = queuedTurn(session, null, now);
     const sessionRec = this.recorder(session.id);
+    // The turn's span covers its start too.
+    const trace = new TraceBuilder(turn.id, session.id);
+    live.history ??= this.#history(live.id);
+    const rec = new TurnRecorder(sessionRec, live, turn);
     this.log.batch(() => {
       this.#service.store.insert("turn", turn.id, session.id, now, turn, null);
       sessionRec.emit({ type: "agent.session.turn.created", turn }, turn.id);
+      sessionRec.sessionStatus("in_progress");
+      rec.turnChange({ status: "in_progress", started_at: now }, "agent.session.turn.in_progress");
+      takeMessages(rec, messages);
     });
     const abort = new AbortController();
     const done = Promise.withResolvers<void>();
     live.turn = { id: turn.id, abort, steering: [], done: done.promise };
-    const rec = new TurnRecorder(sessionRec, live, turn);
-    this.#run(state, rec, messages).catch((e) => {
+    this.#run(state, rec, trace).catch((e) => {
       console.error(`sandbar: an agent turn could not be recorded: ${(e as Error).stack ?? e}`);
     }).finally(done.resolve);
     return turn;
   }
 
-  async #run(state: ServerState, rec: TurnRecorder, messages: InputMessage[]): Promise<void> {
+  async #run(state: ServerState, rec: TurnRecorder, trace: TraceBuilder): Promise<void> {
     const live = rec.live;
     const running = live.turn!;
     const service = this.#service;
-    live.history ??= this.#history(live.id);
-    this.log.batch(() => {
-      rec.session.sessionStatus("in_progress");
-      rec.turnChange(
-        { status: "in_progress", started_at: unixNow() },
-        "agent.session.turn.in_progress",
-      );
-    });
-    const trace = new TraceBuilder(rec.turn.id, live.id);
     let end: TurnEnd;
     let environment = null;
     let subagents: SubagentManager | undefined;
@@ -193,7 +192,8 @@ export class AgentRuntime {
         multiAgent?.max_concurrent_subagents ?? null,
         running.abort.signal,
       );
-      end = await runTurnLoop(setup, messages);
+      // The first messages are already the turn's items (taken when it started).
+      end = await runTurnLoop(setup, []);
     } catch (e) {
       end = e instanceof McpRequiredServerError
         ? { status: "failed", code: "connection_failed", message: e.message }

@@ -25,6 +25,7 @@ import {
   type FunctionToolDefinition,
   type ModelAdapter,
   ModelError,
+  type ModelEvent,
   type ModelRequest,
 } from "./model/model.ts";
 import type { TurnRecorder } from "./recorder.ts";
@@ -119,126 +120,159 @@ async function modelStep(setup: TurnSetup, request: ModelRequest): Promise<ToolC
   const reasoning = new Map<string, { item: Obj; index: number; text: string }>();
   const span = setup.trace.span(`model ${request.model}`, "client");
   let usageAttrs: Record<string, number> = {};
-  try {
-    for await (const e of setup.model.adapter(setup.model.upstream, request)) {
-      switch (e.type) {
-        case "message.start": {
-          const index = rec.nextOutputIndex();
-          const item = rec.addItem({
-            id: newId("message"),
-            type: "message",
-            role: "assistant",
-            content: [],
-            phase: null,
-            status: "in_progress",
-          }, index);
-          messages.set(e.key, { item, index, text: "" });
-          rec.emit({
-            type: "agent.session.turn.content_part.added",
-            item_id: item.id,
-            output_index: index,
-            content_index: 0,
-            part: { type: "output_text", text: "" },
-          });
-          break;
-        }
-        case "text.delta": {
-          const m = messages.get(e.key);
-          if (!m) break;
-          m.text += e.delta;
-          rec.emit({
-            type: "agent.session.turn.output_text.delta",
-            item_id: m.item.id,
-            output_index: m.index,
-            content_index: 0,
-            delta: e.delta,
-          });
-          break;
-        }
-        case "message.done": {
-          const m = messages.get(e.key);
-          if (!m) break;
-          m.text = e.text || m.text;
-          const common = { item_id: m.item.id, output_index: m.index, content_index: 0 };
-          rec.session.log.batch(() => {
-            rec.emit({ type: "agent.session.turn.output_text.done", ...common, text: m.text });
-            rec.emit({
-              type: "agent.session.turn.content_part.done",
-              ...common,
-              part: { type: "output_text", text: m.text },
-            });
-          });
-          break;
-        }
-        case "reasoning.start": {
-          const index = rec.nextOutputIndex();
-          const item = rec.addItem({
-            id: newId("item"),
-            type: "reasoning",
-            summary: [],
-            status: "in_progress",
-          }, index);
-          reasoning.set(e.key, { item, index, text: "" });
-          rec.emit({
-            type: "agent.session.turn.reasoning_summary_part.added",
-            item_id: item.id,
-            output_index: index,
-            summary_index: 0,
-            part: { type: "summary_text", text: "" },
-          });
-          break;
-        }
-        case "reasoning.delta": {
-          const r = reasoning.get(e.key);
-          if (!r) break;
-          r.text += e.delta;
-          rec.emit({
-            type: "agent.session.turn.reasoning_summary_text.delta",
-            item_id: r.item.id,
-            output_index: r.index,
-            summary_index: 0,
-            delta: e.delta,
-          });
-          break;
-        }
-        case "reasoning.done": {
-          const r = reasoning.get(e.key);
-          if (!r) break;
-          r.text = e.text || r.text;
-          const common = { item_id: r.item.id, output_index: r.index, summary_index: 0 };
-          rec.emit({
-            type: "agent.session.turn.reasoning_summary_text.done",
-            ...common,
-            text: r.text,
-          });
-          rec.emit({
-            type: "agent.session.turn.reasoning_summary_part.done",
-            ...common,
-            part: { type: "summary_text", text: r.text },
-            status: null,
-          });
-          rec.itemDone({
-            ...r.item,
-            summary: [{ type: "summary_text", text: r.text }],
-            status: "completed",
-          }, r.index);
-          break;
-        }
-        case "call":
-          calls.push({ callId: e.callId, name: e.name, arguments: e.arguments });
-          break;
-        case "completed":
-          rec.addUsage(e.usage);
-          if (e.usage) {
-            usageAttrs = {
-              "gen_ai.usage.input_tokens": e.usage.input_tokens,
-              "gen_ai.usage.output_tokens": e.usage.output_tokens,
-            };
-          }
-          break;
+  const take = (e: ModelEvent) => {
+    switch (e.type) {
+      case "message.start": {
+        const index = rec.nextOutputIndex();
+        const item = rec.addItem({
+          id: newId("message"),
+          type: "message",
+          role: "assistant",
+          content: [],
+          phase: null,
+          status: "in_progress",
+        }, index);
+        messages.set(e.key, { item, index, text: "" });
+        rec.emit({
+          type: "agent.session.turn.content_part.added",
+          item_id: item.id,
+          output_index: index,
+          content_index: 0,
+          part: { type: "output_text", text: "" },
+        });
+        break;
       }
+      case "text.delta": {
+        const m = messages.get(e.key);
+        if (!m) break;
+        m.text += e.delta;
+        rec.emit({
+          type: "agent.session.turn.output_text.delta",
+          item_id: m.item.id,
+          output_index: m.index,
+          content_index: 0,
+          delta: e.delta,
+        });
+        break;
+      }
+      case "message.done": {
+        const m = messages.get(e.key);
+        if (!m) break;
+        m.text = e.text || m.text;
+        const common = { item_id: m.item.id, output_index: m.index, content_index: 0 };
+        rec.session.log.batch(() => {
+          rec.emit({ type: "agent.session.turn.output_text.done", ...common, text: m.text });
+          rec.emit({
+            type: "agent.session.turn.content_part.done",
+            ...common,
+            part: { type: "output_text", text: m.text },
+          });
+        });
+        break;
+      }
+      case "reasoning.start": {
+        const index = rec.nextOutputIndex();
+        const item = rec.addItem({
+          id: newId("item"),
+          type: "reasoning",
+          summary: [],
+          status: "in_progress",
+        }, index);
+        reasoning.set(e.key, { item, index, text: "" });
+        rec.emit({
+          type: "agent.session.turn.reasoning_summary_part.added",
+          item_id: item.id,
+          output_index: index,
+          summary_index: 0,
+          part: { type: "summary_text", text: "" },
+        });
+        break;
+      }
+      case "reasoning.delta": {
+        const r = reasoning.get(e.key);
+        if (!r) break;
+        r.text += e.delta;
+        rec.emit({
+          type: "agent.session.turn.reasoning_summary_text.delta",
+          item_id: r.item.id,
+          output_index: r.index,
+          summary_index: 0,
+          delta: e.delta,
+        });
+        break;
+      }
+      case "reasoning.done": {
+        const r = reasoning.get(e.key);
+        if (!r) break;
+        r.text = e.text || r.text;
+        const common = { item_id: r.item.id, output_index: r.index, summary_index: 0 };
+        rec.emit({
+          type: "agent.session.turn.reasoning_summary_text.done",
+          ...common,
+          text: r.text,
+        });
+        rec.emit({
+          type: "agent.session.turn.reasoning_summary_part.done",
+          ...common,
+          part: { type: "summary_text", text: r.text },
+          status: null,
+        });
+        rec.itemDone({
+          ...r.item,
+          summary: [{ type: "summary_text", text: r.text }],
+          status: "completed",
+        }, r.index);
+        break;
+      }
+      case "call":
+        calls.push({ callId: e.callId, name: e.name, arguments: e.arguments });
+        break;
+      case "completed":
+        rec.addUsage(e.usage);
+        if (e.usage) {
+          usageAttrs = {
+            "gen_ai.usage.input_tokens": e.usage.input_tokens,
+            "gen_ai.usage.output_tokens": e.usage.output_tokens,
+          };
+        }
+        break;
+    }
+  };
+  /** The end of the call: its messages are done, and join the conversation. */
+  let finished = false;
+  const finish = () => {
+    finished = true;
+    span.end({ "gen_ai.request.model": request.model, ...usageAttrs });
+    // A message followed by tool calls, or by a steering message still to be answered, is
+    // commentary; otherwise it is the final answer.
+    const phase = calls.length > 0 || setup.steering.length > 0 ? "commentary" : "final_answer";
+    rec.session.log.batch(() => {
+      for (const m of messages.values()) {
+        rec.itemDone({
+          ...m.item,
+          content: [{ type: "output_text", text: m.text }],
+          phase,
+          status: "completed",
+        }, m.index);
+        rec.remember({
+          type: "message",
+          role: "assistant",
+          content: [{ type: "output_text", text: m.text }],
+        });
+      }
+    });
+  };
+  try {
+    for await (const events of setup.model.adapter(setup.model.upstream, request)) {
+      // What arrived together is stored in one commit, then sent; the read that completes the
+      // response also ends its messages in that commit.
+      rec.session.log.batch(() => {
+        for (const e of events) take(e);
+        if (events.some((e) => e.type === "completed")) finish();
+      });
     }
   } catch (e) {
+    if (finished) throw e;
     span.end({ "gen_ai.request.model": request.model }, (e as Error).message);
     // What was written so far stays, marked incomplete.
     for (const m of messages.values()) {
@@ -251,25 +285,7 @@ async function modelStep(setup: TurnSetup, request: ModelRequest): Promise<ToolC
     }
     throw e;
   }
-  span.end({ "gen_ai.request.model": request.model, ...usageAttrs });
-  // A message followed by tool calls, or by a steering message still to be answered, is
-  // commentary; otherwise it is the final answer.
-  const phase = calls.length > 0 || setup.steering.length > 0 ? "commentary" : "final_answer";
-  rec.session.log.batch(() => {
-    for (const m of messages.values()) {
-      rec.itemDone({
-        ...m.item,
-        content: [{ type: "output_text", text: m.text }],
-        phase,
-        status: "completed",
-      }, m.index);
-      rec.remember({
-        type: "message",
-        role: "assistant",
-        content: [{ type: "output_text", text: m.text }],
-      });
-    }
-  });
+  if (!finished) finish();
   return calls;
 }
 

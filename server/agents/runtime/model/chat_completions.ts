@@ -61,7 +61,7 @@ export function chatMessages(instructions: string, input: HistoryEntry[]): Obj[]
 export async function* chatCompletionsModel(
   upstream: UpstreamConfig,
   request: ModelRequest,
-): AsyncGenerator<ModelEvent> {
+): AsyncGenerator<ModelEvent[]> {
   const body: Obj = {
     model: request.model,
     messages: chatMessages(request.instructions, request.input),
@@ -81,36 +81,42 @@ export async function* chatCompletionsModel(
   let started = false;
   let usage: Obj | undefined;
   const calls: { id: string; name: string; arguments: string }[] = [];
-  for await (const chunk of ssePayloads(stream)) {
-    if (chunk.usage) usage = chunk.usage as Obj;
-    const choice = ((chunk.choices ?? []) as Obj[])[0];
-    const delta = (choice?.delta ?? {}) as Obj;
-    if (typeof delta.content === "string" && delta.content !== "") {
-      if (!started) {
-        started = true;
-        yield { type: "message.start", key };
+  for await (const chunks of ssePayloads(stream)) {
+    const out: ModelEvent[] = [];
+    for (const chunk of chunks) {
+      if (chunk.usage) usage = chunk.usage as Obj;
+      const choice = ((chunk.choices ?? []) as Obj[])[0];
+      const delta = (choice?.delta ?? {}) as Obj;
+      if (typeof delta.content === "string" && delta.content !== "") {
+        if (!started) {
+          started = true;
+          out.push({ type: "message.start", key });
+        }
+        text += delta.content;
+        out.push({ type: "text.delta", key, delta: delta.content });
       }
-      text += delta.content;
-      yield { type: "text.delta", key, delta: delta.content };
+      for (const tc of (delta.tool_calls ?? []) as Obj[]) {
+        const index = typeof tc.index === "number" ? tc.index : calls.length;
+        const fn = (tc.function ?? {}) as Obj;
+        const call = calls[index] ??= { id: "", name: "", arguments: "" };
+        if (typeof tc.id === "string") call.id = tc.id;
+        if (typeof fn.name === "string") call.name += fn.name;
+        if (typeof fn.arguments === "string") call.arguments += fn.arguments;
+      }
     }
-    for (const tc of (delta.tool_calls ?? []) as Obj[]) {
-      const index = typeof tc.index === "number" ? tc.index : calls.length;
-      const fn = (tc.function ?? {}) as Obj;
-      const call = calls[index] ??= { id: "", name: "", arguments: "" };
-      if (typeof tc.id === "string") call.id = tc.id;
-      if (typeof fn.name === "string") call.name += fn.name;
-      if (typeof fn.arguments === "string") call.arguments += fn.arguments;
-    }
+    if (out.length > 0) yield out;
   }
-  if (started) yield { type: "message.done", key, text };
+  const end: ModelEvent[] = [];
+  if (started) end.push({ type: "message.done", key, text });
   for (const call of calls) {
     if (!call) continue;
-    yield {
+    end.push({
       type: "call",
       callId: call.id || `call_${crypto.randomUUID().replaceAll("-", "")}`,
       name: call.name,
       arguments: call.arguments || "{}",
-    };
+    });
   }
-  yield { type: "completed", usage: usageOf(usage) };
+  end.push({ type: "completed", usage: usageOf(usage) });
+  yield end;
 }

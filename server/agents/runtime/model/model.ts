@@ -87,11 +87,14 @@ export class ModelError extends Error {
   }
 }
 
-/** An upstream adapter. */
+/**
+ * An upstream adapter: the model's events, in order, in one array per read of the upstream's
+ * stream (those that arrived together, which the turn then stores in one commit).
+ */
 export type ModelAdapter = (
   upstream: UpstreamConfig,
   request: ModelRequest,
-) => AsyncGenerator<ModelEvent>;
+) => AsyncGenerator<ModelEvent[]>;
 
 /** A usage of zeros. */
 export function emptyUsage(): TokenUsage {

@@ -39,7 +39,7 @@ function textOf(item: Obj): string {
 export async function* responsesModel(
   upstream: UpstreamConfig,
   request: ModelRequest,
-): AsyncGenerator<ModelEvent> {
+): AsyncGenerator<ModelEvent[]> {
   const body: Obj = {
     model: request.model,
     instructions: request.instructions,
@@ -56,36 +56,59 @@ export async function* responsesModel(
   const stream = await openStream(upstream, "/responses", body, request.signal);
   const started = new Set<string>();
   const done = new Set<string>();
-  const start = function* (key: string, kind: "message" | "reasoning"): Generator<ModelEvent> {
+  let out: ModelEvent[] = [];
+  const start = (key: string, kind: "message" | "reasoning") => {
     if (started.has(key)) return;
     started.add(key);
-    yield { type: kind === "message" ? "message.start" : "reasoning.start", key };
+    out.push({ type: kind === "message" ? "message.start" : "reasoning.start", key });
   };
-  for await (const e of ssePayloads(stream)) {
+  const itemDone = (item: Obj) => {
+    const key = (item.id ?? item.call_id) as string;
+    if (done.has(key)) return;
+    done.add(key);
+    if (item.type === "message") {
+      start(key, "message");
+      out.push({ type: "message.done", key, text: textOf(item) });
+    } else if (item.type === "reasoning") {
+      start(key, "reasoning");
+      out.push({ type: "reasoning.done", key, text: textOf(item) });
+    } else if (item.type === "function_call") {
+      out.push({
+        type: "call",
+        callId: item.call_id as string,
+        name: item.name as string,
+        arguments: typeof item.arguments === "string"
+          ? item.arguments
+          : JSON.stringify(item.arguments),
+      });
+    }
+  };
+  /** One upstream event into `out`; true once the response completed. */
+  const take = (e: Obj): boolean => {
     switch (e.type) {
       case "response.output_item.added": {
         const item = e.item as Obj;
-        if (item.type === "message") yield* start(item.id as string, "message");
-        if (item.type === "reasoning") yield* start(item.id as string, "reasoning");
-        break;
+        if (item.type === "message") start(item.id as string, "message");
+        if (item.type === "reasoning") start(item.id as string, "reasoning");
+        return false;
       }
       case "response.output_text.delta":
-        yield* start(e.item_id as string, "message");
-        yield { type: "text.delta", key: e.item_id as string, delta: e.delta as string };
-        break;
+        start(e.item_id as string, "message");
+        out.push({ type: "text.delta", key: e.item_id as string, delta: e.delta as string });
+        return false;
       case "response.reasoning_summary_text.delta":
-        yield* start(e.item_id as string, "reasoning");
-        yield { type: "reasoning.delta", key: e.item_id as string, delta: e.delta as string };
-        break;
+        start(e.item_id as string, "reasoning");
+        out.push({ type: "reasoning.delta", key: e.item_id as string, delta: e.delta as string });
+        return false;
       case "response.output_item.done":
-        yield* itemDone(e.item as Obj);
-        break;
+        itemDone(e.item as Obj);
+        return false;
       case "response.completed": {
         const response = e.response as Obj;
         // Items the stream never closed (a terse upstream) are taken from the final response.
-        for (const item of (response.output ?? []) as Obj[]) yield* itemDone(item);
-        yield { type: "completed", usage: usageOf(response.usage) };
-        return;
+        for (const item of (response.output ?? []) as Obj[]) itemDone(item);
+        out.push({ type: "completed", usage: usageOf(response.usage) });
+        return true;
       }
       case "response.incomplete":
         throw new ModelError(
@@ -104,31 +127,25 @@ export async function* responsesModel(
       case "error":
         throw new ModelError("server_error", `The model failed: ${e.message ?? "error"}`);
     }
+    return false;
+  };
+  for await (const payloads of ssePayloads(stream)) {
+    let completed = false;
+    let failure: unknown;
+    try {
+      for (const e of payloads) if ((completed = take(e))) break;
+    } catch (e) {
+      failure = e;
+    }
+    // What the upstream sent before it failed is still passed on.
+    const events = out;
+    out = [];
+    if (events.length > 0) yield events;
+    if (failure !== undefined) throw failure;
+    if (completed) return;
   }
   throw new ModelError(
     "server_error",
     "The upstream's stream ended before the response completed.",
   );
-
-  function* itemDone(item: Obj): Generator<ModelEvent> {
-    const key = (item.id ?? item.call_id) as string;
-    if (done.has(key)) return;
-    done.add(key);
-    if (item.type === "message") {
-      yield* start(key, "message");
-      yield { type: "message.done", key, text: textOf(item) };
-    } else if (item.type === "reasoning") {
-      yield* start(key, "reasoning");
-      yield { type: "reasoning.done", key, text: textOf(item) };
-    } else if (item.type === "function_call") {
-      yield {
-        type: "call",
-        callId: item.call_id as string,
-        name: item.name as string,
-        arguments: typeof item.arguments === "string"
-          ? item.arguments
-          : JSON.stringify(item.arguments),
-      };
-    }
-  }
 }

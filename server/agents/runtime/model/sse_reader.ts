@@ -52,23 +52,38 @@ export async function openStream(
   return response.body;
 }
 
-/** The `data:` payloads of a stream, parsed; `[DONE]` ends it. */
+/**
+ * The `data:` payloads of a stream, parsed, in one array per read: the events that arrived
+ * together stay together, so that their consumer can store them in one commit. `[DONE]` ends
+ * the stream.
+ */
 export async function* ssePayloads(
   body: ReadableStream<Uint8Array>,
-): AsyncGenerator<Record<string, unknown>> {
+): AsyncGenerator<Record<string, unknown>[]> {
   const queue: EventSourceMessage[] = [];
   const parser = createParser({ onEvent: (m) => queue.push(m) });
   const decoder = new TextDecoder();
   for await (const chunk of body) {
     parser.feed(decoder.decode(chunk, { stream: true }));
-    while (queue.length > 0) {
-      const m = queue.shift()!;
-      if (m.data === "[DONE]") return;
+    const payloads: Record<string, unknown>[] = [];
+    let end: "done" | "not json" | undefined;
+    for (const m of queue.splice(0)) {
+      if (m.data === "[DONE]") {
+        end = "done";
+        break;
+      }
       try {
-        yield JSON.parse(m.data);
+        payloads.push(JSON.parse(m.data));
       } catch {
-        throw new ModelError("server_error", "The upstream sent an event that is not JSON.");
+        end = "not json";
+        break;
       }
     }
+    // What came before a bad event is still passed on, then the stream fails.
+    if (payloads.length > 0) yield payloads;
+    if (end === "not json") {
+      throw new ModelError("server_error", "The upstream sent an event that is not JSON.");
+    }
+    if (end === "done") return;
   }
 }
