@@ -13,7 +13,8 @@
  * - **100 subscribers** on one session while a turn of 200 text deltas runs: each must receive
  *   every event, in the same order; prints the time until the last one read the idle event.
  *
- * The upstream is a small scripted Responses API server in this process (SSE, no model).
+ * The upstream is a small scripted Responses API server on a thread of its own in this process
+ * (SSE, no model): `agents_upstream.ts`.
  *
  * `deno run -A scripts/bench/agents.ts [--turns 50]`
  *
@@ -22,69 +23,11 @@
 
 import { parseArgs } from "node:util";
 import { startTestServer, type TestServer } from "../../tests/helpers/server.ts";
-
-const encoder = new TextEncoder();
+import { startBenchUpstream } from "./agents_upstream.ts";
 
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length - 1) * p))];
-}
-
-/** A Responses upstream answering from a queue, timing each answer. */
-function benchUpstream() {
-  const queue: ((n: number) => string)[] = [];
-  const times: number[] = [];
-  let n = 0;
-  const frame = (e: Record<string, unknown>) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`;
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
-    const start = performance.now();
-    await req.text();
-    const next = queue.shift() ?? message(1);
-    const body = next(++n);
-    times.push(performance.now() - start);
-    return new Response(encoder.encode(body), { headers: { "content-type": "text/event-stream" } });
-  });
-  function message(deltas: number) {
-    return (n: number) => {
-      const id = `msg_${n}`;
-      let out = frame({ type: "response.created", response: { id: `resp_${n}` } });
-      out += frame({ type: "response.output_item.added", item: { type: "message", id } });
-      for (let i = 0; i < deltas; i++) {
-        out += frame({ type: "response.output_text.delta", item_id: id, delta: `w${i} ` });
-      }
-      out += frame({
-        type: "response.output_item.done",
-        item: { type: "message", id, content: [{ type: "output_text", text: "done" }] },
-      });
-      return out + frame({
-        type: "response.completed",
-        response: { output: [], usage: { input_tokens: 5, output_tokens: 5, total_tokens: 10 } },
-      });
-    };
-  }
-  function shellCall() {
-    return (n: number) =>
-      frame({ type: "response.created", response: { id: `resp_${n}` } }) +
-      frame({
-        type: "response.output_item.done",
-        item: {
-          type: "function_call",
-          id: `fc_${n}`,
-          call_id: `call_${n}`,
-          name: "shell",
-          arguments: JSON.stringify({ command: ["true"] }),
-        },
-      }) +
-      frame({ type: "response.completed", response: { output: [] } });
-  }
-  return {
-    url: `http://127.0.0.1:${server.addr.port}/v1`,
-    queue,
-    times,
-    message,
-    shellCall,
-    close: () => server.shutdown(),
-  };
 }
 
 /** Read SSE frames until an idle event; returns the event ids. */
@@ -143,7 +86,7 @@ async function turn(server: TestServer, sessionId: string, text: string): Promis
 export async function main(args: string[] = Deno.args) {
   const { values } = parseArgs({ args, options: { turns: { type: "string", default: "50" } } });
   const turns = Number(values.turns);
-  const upstream = benchUpstream();
+  const upstream = await startBenchUpstream();
   await using server = await startTestServer({
     policy: { endpoints: { agents: true }, audit: "off" },
     env: { OPENAI_BASE_URL: upstream.url, OPENAI_API_KEY: "sk-bench" },
@@ -164,10 +107,10 @@ export async function main(args: string[] = Deno.args) {
     const inTrace: number[] = [];
     const roundTrip: number[] = [];
     for (let i = 0; i < 5 + turns; i++) {
-      upstream.queue.push(upstream.message(1));
-      const before = upstream.times.length;
+      upstream.push({ kind: "message", deltas: 1 });
+      const before = upstream.count();
       const total = await turn(server, session.id, `q${i}`);
-      const up = upstream.times.slice(before).reduce((a, b) => a + b, 0);
+      const up = upstream.timeSince(before);
       const t0 = performance.now();
       await (await server.fetch(`/v1/agents/sessions/${session.id}`)).body?.cancel();
       const rt = performance.now() - t0;
@@ -186,7 +129,7 @@ export async function main(args: string[] = Deno.args) {
     const toolSpans: number[] = [];
     const endpoint: number[] = [];
     for (let i = 0; i < 5 + turns; i++) {
-      upstream.queue.push(upstream.shellCall(), upstream.message(1));
+      upstream.push({ kind: "shell" }, { kind: "message", deltas: 1 });
       await turn(server, session.id, `s${i}`);
       const t0 = performance.now();
       const res = await server.post("/process/shell", { argv: ["true"], cwd: workspace });
@@ -204,7 +147,7 @@ export async function main(args: string[] = Deno.args) {
       Array.from({ length: 100 }, () => server.fetch(`/v1/agents/sessions/${session.id}/events`)),
     );
     const reading = subscribers.map((r) => untilIdle(r));
-    upstream.queue.push(upstream.message(200));
+    upstream.push({ kind: "message", deltas: 200 });
     const start = performance.now();
     await (await server.post(`/v1/agents/sessions/${session.id}/events`, {
       events: [{
@@ -246,7 +189,7 @@ export async function main(args: string[] = Deno.args) {
     if (!same) throw new Error("subscribers received different events");
     return p50;
   } finally {
-    await upstream.close();
+    upstream.close();
   }
 }
 
