@@ -1,6 +1,6 @@
 /**
  * The floor of any run through a Jupyter kernel: `print(1)` sent by `jupyter_client` itself to
- * an ipykernel started the way the server starts it, waited for until the kernel is idle and has
+ * an ipykernel started the way the server starts it (`kernelLaunch`), waited for until the kernel is idle and has
  * replied, driven over a pipe from this process (one line in, one line out, as the server's
  * bridge is). Nothing of sandbar's runs in it, so `code.ts` prints it as what bounds the warm
  * context.
@@ -8,11 +8,13 @@
  * @module
  */
 
+import { kernelLaunch } from "../../server/code/languages.ts";
+
 const DRIVER = `
 import sys
 from jupyter_client.manager import KernelManager
 km = KernelManager(kernel_cmd=sys.argv[1:])
-km.start_kernel(env={k: v for k, v in __import__("os").environ.items()})
+km.start_kernel(env=dict(__import__("os").environ))
 kc = km.client()
 kc.start_channels()
 kc.wait_for_ready(timeout=60)
@@ -41,20 +43,12 @@ export interface JupyterFloor extends AsyncDisposable {
   run(): Promise<void>;
 }
 
-/** Start the driver with `python` and its kernel (argv as the server's, `{connection_file}`). */
+/** Start the driver with `python`, and its kernel as the server starts a Python context's. */
 export async function startJupyterFloor(python: string): Promise<JupyterFloor> {
+  const kernel = await kernelLaunch("python", {});
   const child = new Deno.Command(python, {
-    args: [
-      "-c",
-      DRIVER,
-      python,
-      "-Xfrozen_modules=off",
-      "-m",
-      "ipykernel_launcher",
-      "-f",
-      "{connection_file}",
-      "--HistoryManager.enabled=False",
-    ],
+    args: ["-c", DRIVER, ...kernel.argv!],
+    env: kernel.env,
     stdin: "piped",
     stdout: "piped",
     stderr: "null",
