@@ -85,9 +85,12 @@ Deno.test("idempotency: a server killed (SIGKILL) right after answering a keyed 
     const first = await startAgentsServer({ dataDir, root, args: ["--no-narrow"] });
     const agentRes = await create(first, "/v1/agents", { model: "m", name: "kept" }, "agent-1");
     const agentText = await agentRes.text();
+    const vaultRes = await create(first, "/v1/vaults", { name: "v" }, "vault-1");
+    const vaultText = await vaultRes.text();
     Deno.kill(first.pid, "SIGKILL");
     await first.close();
     assert.equal(agentRes.status, 200);
+    assert.equal(vaultRes.status, 200);
 
     await using second = await startAgentsServer({ dataDir, root, args: ["--no-narrow"] });
     const retry = await create(second, "/v1/agents", { model: "m", name: "kept" }, "agent-1");
@@ -96,6 +99,10 @@ Deno.test("idempotency: a server killed (SIGKILL) right after answering a keyed 
     assert.equal(await retry.text(), agentText, "the first answer, as it was sent");
     const agents = await second.client.beta.agents.list();
     assert.deepEqual(agents.data.map((a) => a.id), [JSON.parse(agentText).id]);
+    const vaultRetry = await create(second, "/v1/vaults", { name: "v" }, "vault-1");
+    assert.equal(await vaultRetry.text(), vaultText);
+    const vaults = await second.client.beta.agents.vaults.list();
+    assert.deepEqual(vaults.data.map((v) => v.id), [JSON.parse(vaultText).id]);
     const other = await create(second, "/v1/agents", { model: "m", name: "other" }, "agent-1");
     assert.equal(other.status, 409, "another body with the key is still refused");
     await other.body?.cancel();
