@@ -108,11 +108,23 @@ function keep(
 }
 
 /**
- * Given to a create: commits `write` (the object's store writes) together with `answer`, the
- * create's answer, kept for retries when the request has a key. Resolves once committed; the
- * create then returns that same answer.
+ * Given to a create, to store its object together with its answer (kept for retries when the
+ * request has a key): through the group commit when its writes are plain store writes, or at
+ * once in one transaction when they also start work. The create then returns that same answer.
  */
-export type Commit = (answer: Created, write: () => void) => Promise<void>;
+export interface Commit {
+  /**
+   * Commit `write` (the object's store writes, nothing else: it may run more than once) with
+   * `answer` in the next group commit; resolves once committed.
+   */
+  soon(answer: Created, write: () => void): Promise<void>;
+  /**
+   * Run `make` (its writes, and the work they start, run exactly once) and keep the answer it
+   * returns, in one transaction committed before this returns. Run it inside the event log's
+   * `batch` so that the events it writes are sent only once committed.
+   */
+  now<T extends Created>(make: () => T): T;
+}
 
 /**
  * Run `create` once per idempotency key. `fingerprint` stands for the request body (its text,
@@ -129,7 +141,10 @@ export async function idempotentCreate(
 ): Promise<Response> {
   const key = c.req.header("idempotency-key");
   if (key === undefined) {
-    const result = await create((_answer, write) => store.writeSoon(write));
+    const result = await create({
+      soon: (_answer, write) => store.writeSoon(write),
+      now: (make) => store.transaction(make),
+    });
     if (result instanceof Response) return result;
     return new Response(createdText(result), { status: result.status, headers: JSON_HEADERS });
   }
@@ -176,10 +191,20 @@ async function answerOnce(
     });
   }
   let kept: { status: number; text: string } | undefined;
-  const result = await create(async (answer, write) => {
-    const made = { status: answer.status, text: createdText(answer) };
-    await commitCreate(store, slot, made, write);
-    kept = made;
+  const result = await create({
+    soon: async (answer, write) => {
+      const made = { status: answer.status, text: createdText(answer) };
+      await commitCreate(store, slot, made, write);
+      kept = made;
+    },
+    now: (make) =>
+      store.transaction(() => {
+        const answer = make();
+        const made = { status: answer.status, text: createdText(answer) };
+        keep(store, slot, made);
+        kept = made;
+        return answer;
+      }),
   });
   if (result instanceof Response) return result;
   if (kept === undefined) {

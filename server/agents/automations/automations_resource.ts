@@ -135,7 +135,7 @@ async function create(c: Context<ServerEnv>): Promise<Response> {
     };
     const sealed = await box.seal(value.target, id);
     const answer = { status: 200, body: publicAutomation(body) };
-    await commit(answer, () => store.insert("automation", id, "", now, body, sealed));
+    await commit.soon(answer, () => store.insert("automation", id, "", now, body, sealed));
     automations.changed();
     return answer;
   });

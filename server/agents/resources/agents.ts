@@ -93,7 +93,7 @@ export const agentsResourceHandlers: HandlerMap<AgentsId> = {
       // Serialised once: the stored body is the answer. Answered once committed, in a group
       // with the creates that arrived alongside it.
       const answer = { status: 200, text: JSON.stringify(agent) };
-      await commit(
+      await commit.soon(
         answer,
         () => store.insert("agent", agent.id as string, "", now, answer.text, null),
       );

@@ -176,7 +176,7 @@ export const filesResourceHandlers: HandlerMap<AgentsId> = {
         await Deno.rename(upload.temp, fileContentPath(service, id));
         const answer = { status: 200, body: file };
         try {
-          await commit(answer, () => service.store.insert("file", id, "", now, file, null));
+          await commit.soon(answer, () => service.store.insert("file", id, "", now, file, null));
         } catch (e) {
           await Deno.remove(fileContentPath(service, id)).catch(() => {});
           throw e;

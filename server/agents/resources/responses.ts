@@ -156,7 +156,7 @@ async function create(c: Context<ServerEnv>): Promise<Response> {
       return invalidUpstream("a body that is not a JSON object");
     }
     const answer = { status: 200, body: response };
-    await commit(answer, () => {
+    await commit.soon(answer, () => {
       if (stored) keep(service, response, items);
     });
     return answer;

@@ -106,7 +106,7 @@ export const templatesResourceHandlers: HandlerMap<AgentsId> = {
       const body = publicBody(id, value, now, now);
       const sealed = await seal(service, id, value);
       const answer = { status: 200, body };
-      await commit(answer, () => service.store.insert("template", id, "", now, body, sealed));
+      await commit.soon(answer, () => service.store.insert("template", id, "", now, body, sealed));
       return answer;
     });
   },

@@ -167,7 +167,7 @@ export const vaultsResourceHandlers: HandlerMap<AgentsId> = {
         name: body.value.name ?? null,
       };
       const answer = { status: 200, body: vault };
-      await commit(answer, () => store.insert("vault", vault.id, "", now, vault, null));
+      await commit.soon(answer, () => store.insert("vault", vault.id, "", now, vault, null));
       return answer;
     });
   },
@@ -214,7 +214,10 @@ export const vaultsResourceHandlers: HandlerMap<AgentsId> = {
       };
       const sealed = await box.seal(secrets, id);
       const answer = { status: 200, body: credential };
-      await commit(answer, () => store.insert("credential", id, vault.id, now, credential, sealed));
+      await commit.soon(
+        answer,
+        () => store.insert("credential", id, vault.id, now, credential, sealed),
+      );
       return answer;
     });
   },

@@ -4,6 +4,7 @@ import { commitCreate, type IdempotencySlot } from "../../../server/agents/idemp
 import { AgentStore, DATABASE_FILE } from "../../../server/agents/store.ts";
 import type { TestServer } from "../../helpers/server.ts";
 import { startAgentsServer } from "./helpers.ts";
+import { runtimeSetup } from "./runtime_helpers.ts";
 
 // An Idempotency-Key's kept answer and the object it created are stored by one transaction:
 // whenever the server dies, a retry finds both or neither, and never makes a second object.
@@ -87,10 +88,14 @@ Deno.test("idempotency: a server killed (SIGKILL) right after answering a keyed 
     const agentText = await agentRes.text();
     const vaultRes = await create(first, "/v1/vaults", { name: "v" }, "vault-1");
     const vaultText = await vaultRes.text();
+    const sessionBody = { environment: { type: "none" }, agent: { model: "m" } };
+    const sessionRes = await create(first, "/v1/agents/sessions", sessionBody, "session-1");
+    const sessionText = await sessionRes.text();
     Deno.kill(first.pid, "SIGKILL");
     await first.close();
     assert.equal(agentRes.status, 200);
     assert.equal(vaultRes.status, 200);
+    assert.equal(sessionRes.status, 200, sessionText);
 
     await using second = await startAgentsServer({ dataDir, root, args: ["--no-narrow"] });
     const retry = await create(second, "/v1/agents", { model: "m", name: "kept" }, "agent-1");
@@ -103,11 +108,69 @@ Deno.test("idempotency: a server killed (SIGKILL) right after answering a keyed 
     assert.equal(await vaultRetry.text(), vaultText);
     const vaults = await second.client.beta.agents.vaults.list();
     assert.deepEqual(vaults.data.map((v) => v.id), [JSON.parse(vaultText).id]);
+    const sessionRetry = await create(second, "/v1/agents/sessions", sessionBody, "session-1");
+    assert.equal(await sessionRetry.text(), sessionText);
+    const sessions = await second.client.beta.agents.sessions.list();
+    assert.deepEqual(sessions.data.map((v) => v.id), [JSON.parse(sessionText).id]);
     const other = await create(second, "/v1/agents", { model: "m", name: "other" }, "agent-1");
     assert.equal(other.status, 409, "another body with the key is still refused");
     await other.body?.cancel();
   } finally {
     await Deno.remove(dataDir, { recursive: true }).catch(() => {});
     await Deno.remove(root, { recursive: true }).catch(() => {});
+  }
+});
+
+Deno.test("idempotency: a keyed session create with input, sent 3 times at once, makes one session and runs one turn", async () => {
+  await using t = await runtimeSetup();
+  const { client, upstream } = t;
+  upstream.script.push({ output: [{ type: "message", text: "Hello." }] });
+  const headers = { "Idempotency-Key": "session-with-input" };
+  const body = {
+    environment: { type: "none" as const },
+    agent: { model: "gpt-test" },
+    input: "Hi",
+  };
+  const sessions = await Promise.all(
+    [1, 2, 3].map(() => client.beta.agents.sessions.create(body, { headers })),
+  );
+  assert.equal(new Set(sessions.map((s) => s.id)).size, 1);
+  assert.deepEqual(sessions[1], sessions[0], "the retries replay the first answer");
+  assert.deepEqual((await client.beta.agents.sessions.list()).data.map((s) => s.id), [
+    sessions[0].id,
+  ]);
+  const turns = [];
+  for await (const turn of client.beta.agents.sessions.turns.list(sessions[0].id)) {
+    turns.push(turn);
+  }
+  assert.equal(turns.length, 1, "one turn, for the first request only");
+  await upstream.modelCall(1);
+});
+
+Deno.test("idempotency: through the server, a keyed create is one commit of the store, and its replay none", async () => {
+  await using server = await startAgentsServer();
+  const creates: [string, unknown][] = [
+    ["/v1/agents", { model: "m" }],
+    ["/v1/vaults", { name: "v" }],
+    ["/v1/agents/sessions", { environment: { type: "none" }, agent: { model: "m" } }],
+  ];
+  for (const [path, body] of creates) {
+    const send = () =>
+      server.fetch(path, {
+        method: "POST",
+        headers: { "content-type": "application/json", "idempotency-key": `key ${path}` },
+        body: JSON.stringify(body),
+      });
+    const before = await walCommits(server.dataDir);
+    const first = await send();
+    assert.equal(first.status, 200, await first.clone().text());
+    assert.equal(await walCommits(server.dataDir), before + 1, `${path}: one commit`);
+    const replay = await send();
+    assert.equal(await replay.text(), await first.text());
+    assert.equal(
+      await walCommits(server.dataDir),
+      before + 1,
+      `${path}: the replay writes nothing`,
+    );
   }
 });
