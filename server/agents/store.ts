@@ -3,7 +3,7 @@
  * in WAL mode with `synchronous=NORMAL`. In WAL mode that setting keeps every committed write
  * across a crash of the server (SIGKILL included); only a power loss (or a crash of the kernel)
  * may lose the last transactions, never corrupt the file. Creates are committed in groups
- * ({@linkcode AgentStore.insertSoon}), each answered only once its group has committed, so the
+ * ({@linkcode AgentStore.writeSoon}), each answered only once its group has committed, so the
  * same holds for every answered create.
  *
  * The database is opened in exclusive locking mode: the server that opened it is its only
@@ -195,7 +195,17 @@ export class AgentStore {
     body: Record<string, unknown> | string,
     sealed: Uint8Array | null,
   ): Promise<void> {
-    return this.#group.write(() => this.insert(kind, id, parent, createdAt, body, sealed));
+    return this.writeSoon(() => this.insert(kind, id, parent, createdAt, body, sealed));
+  }
+
+  /**
+   * Run `write` (store writes only) in the next group commit: resolves with its result once it
+   * is committed, rejects (and keeps none of its writes) when it throws, without failing the
+   * other writes of the group. `write` may run more than once; only its last run is committed.
+   * Not for use inside {@linkcode transaction}: the writes would not be part of it.
+   */
+  writeSoon<T>(write: () => T): Promise<T> {
+    return this.#group.write(write);
   }
 
   /** Replace an object's body (and its sealed secrets when given). */

@@ -114,7 +114,7 @@ async function create(c: Context<ServerEnv>): Promise<Response> {
   }
   const next = firstFiring(schedule, automations.nowMs());
   await checkTarget(state, c.var.identity, value.target);
-  return idempotentCreate(c, store, text, async () => {
+  return idempotentCreate(c, store, text, async (commit) => {
     const id = newId("automation");
     const now = automations.nowSeconds();
     const body: AutomationBody = {
@@ -133,9 +133,11 @@ async function create(c: Context<ServerEnv>): Promise<Response> {
       _session_id: value.target.type === "existing_session" ? value.target.session_id : "",
       _internal: { owner: c.var.identity.id, next_at: next },
     };
-    store.insert("automation", id, "", now, body, await box.seal(value.target, id));
+    const sealed = await box.seal(value.target, id);
+    const answer = { status: 200, body: publicAutomation(body) };
+    await commit.soon(answer, () => store.insert("automation", id, "", now, body, sealed));
     automations.changed();
-    return { status: 200, body: publicAutomation(body) };
+    return answer;
   });
 }
 

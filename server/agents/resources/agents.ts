@@ -72,7 +72,7 @@ export const agentsResourceHandlers: HandlerMap<AgentsId> = {
   agents_create: async (c) => {
     const { store } = agentsService(c.get("state"));
     const body = await readJson(c, agentCreateSchema);
-    return idempotentCreate(c, store, body.text, async () => {
+    return idempotentCreate(c, store, body.text, async (commit) => {
       const now = unixNow();
       const agent: Record<string, unknown> = {
         id: newId("agent"),
@@ -92,9 +92,12 @@ export const agentsResourceHandlers: HandlerMap<AgentsId> = {
       applyFields(agent, body.value);
       // Serialised once: the stored body is the answer. Answered once committed, in a group
       // with the creates that arrived alongside it.
-      const text = JSON.stringify(agent);
-      await store.insertSoon("agent", agent.id as string, "", now, text, null);
-      return { status: 200, text };
+      const answer = { status: 200, text: JSON.stringify(agent) };
+      await commit.soon(
+        answer,
+        () => store.insert("agent", agent.id as string, "", now, answer.text, null),
+      );
+      return answer;
     });
   },
   agents_retrieve: (c) => {

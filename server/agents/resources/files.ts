@@ -159,7 +159,7 @@ export const filesResourceHandlers: HandlerMap<AgentsId> = {
       const now = unixNow();
       const expires = expiresAt(fields, now);
       const fingerprint = JSON.stringify([upload.digest, upload.filename, [...fields]]);
-      return await idempotentCreate(c, service.store, fingerprint, async () => {
+      return await idempotentCreate(c, service.store, fingerprint, async (commit) => {
         const id = newId("file");
         const file: Record<string, unknown> = {
           id,
@@ -172,14 +172,16 @@ export const filesResourceHandlers: HandlerMap<AgentsId> = {
           expires_at: expires,
           status_details: null,
         };
+        // The content is in place before its record is committed: no record without content.
         await Deno.rename(upload.temp, fileContentPath(service, id));
+        const answer = { status: 200, body: file };
         try {
-          service.store.insert("file", id, "", now, file, null);
+          await commit.soon(answer, () => service.store.insert("file", id, "", now, file, null));
         } catch (e) {
           await Deno.remove(fileContentPath(service, id)).catch(() => {});
           throw e;
         }
-        return { status: 200, body: file };
+        return answer;
       });
     } finally {
       // Renamed into place when created; otherwise (refused, or a replay) it goes.

@@ -148,15 +148,18 @@ async function create(c: Context<ServerEnv>): Promise<Response> {
       },
     });
   }
-  return idempotentCreate(c, service.store, text, async () => {
+  return idempotentCreate(c, service.store, text, async (commit) => {
     const result = await postResponses(service, text, c.req.raw.signal);
     if (!result.ok) return result.answer;
     const response = await result.response.json().catch(() => undefined);
     if (!response || typeof response !== "object") {
       return invalidUpstream("a body that is not a JSON object");
     }
-    if (stored) keep(service, response, items);
-    return { status: 200, body: response };
+    const answer = { status: 200, body: response };
+    await commit.soon(answer, () => {
+      if (stored) keep(service, response, items);
+    });
+    return answer;
   });
 }
 

@@ -32,7 +32,7 @@ export const sessionEventsHandlers: HandlerMap<AgentsId> = {
     const { store, runtime } = agentsService(state);
     const session = storedSession(c);
     const { value, text } = await readJson(c, inputEventsSchema);
-    return idempotentCreate(c, store, text, () => {
+    return idempotentCreate(c, store, text, (commit) => {
       const live = runtime.live(session.id);
       for (const e of value.events) {
         if (e.type === "agent.session.input.tool_result") {
@@ -50,7 +50,12 @@ export const sessionEventsHandlers: HandlerMap<AgentsId> = {
           throw invalid("events", `Unknown approval request: ${e.request_id}`);
         }
       }
-      for (const e of value.events) {
+      // What the events start (a turn, steering, a tool's result) and the kept answer: one
+      // commit, after which the events are sent.
+      return Promise.resolve(runtime.log.batch(() => commit.now(() => accept(value.events))));
+    });
+    function accept(events: typeof value.events) {
+      for (const e of events) {
         if (e.type === "agent.session.input.message") {
           const messages = inputMessages(e.input);
           if (!runtime.steer(session.id, messages)) {
@@ -67,8 +72,8 @@ export const sessionEventsHandlers: HandlerMap<AgentsId> = {
           });
         }
       }
-      return Promise.resolve({ status: 202, body: {} });
-    });
+      return { status: 202, body: {} };
+    }
   },
   agents_sessions_events_stream: (c) => {
     const { runtime } = agentsService(c.var.state);

@@ -155,9 +155,13 @@ export const storedSession = sessionOf;
 /** A session create's body, validated. */
 export type SessionCreate = z.output<typeof sessionCreateSchema>;
 
-/** A session create checked: the step that stores it, and the one that starts it. */
+/** A session create checked: the steps that make and store it, and the one that starts it. */
 export interface PreparedSession {
-  /** Make its environment (when it brings settings) and store the session, idle. */
+  /** Make its environment (when it brings settings) and the session's body; stores no session. */
+  build(): Promise<SessionBody>;
+  /** Store a built session, idle. */
+  save(session: SessionBody): void;
+  /** {@linkcode build}, then {@linkcode save}. */
   make(): Promise<SessionBody>;
   /** Send `agent.session.created` and start the first turn when there is input. */
   start(session: SessionBody): void;
@@ -181,7 +185,7 @@ export async function prepareSession(
     if (!store.get("vault", id)) throw notFound("vault", id, `vault_ids[${i}]`);
   }
   const environment = await environmentOf(state, identity, value.environment);
-  const make = async (): Promise<SessionBody> => {
+  const build = async (): Promise<SessionBody> => {
     let envId = environment.id;
     let envBody = environment.body;
     if (environment.make) {
@@ -207,7 +211,13 @@ export async function prepareSession(
       _agent_id: agent.id ?? "",
       _internal: { owner: identity.id, environment_id: envId },
     };
-    store.insert("session", session.id, "", now, session, null);
+    return session;
+  };
+  const save = (session: SessionBody) =>
+    store.insert("session", session.id, "", session.created_at as number, session, null);
+  const make = async (): Promise<SessionBody> => {
+    const session = await build();
+    save(session);
     return session;
   };
   const start = (session: SessionBody) => {
@@ -217,7 +227,7 @@ export async function prepareSession(
     );
     if (value.input) runtime.startTurn(state, session, inputMessages(value.input));
   };
-  return { make, start };
+  return { build, save, make, start };
 }
 
 async function create(c: Context<ServerEnv>): Promise<Response> {
@@ -230,12 +240,19 @@ async function create(c: Context<ServerEnv>): Promise<Response> {
       "A streamed create cannot be replayed; send it without a key.",
     );
   }
-  const { make, start } = await prepareSession(state, c.var.identity, value);
+  const { build, save, make, start } = await prepareSession(state, c.var.identity, value);
   if (!value.stream) {
-    return idempotentCreate(c, store, text, async () => {
-      const session = await make();
-      start(session);
-      return { status: 200, body: publicBody(runtime.recorder(session.id).session()) };
+    return idempotentCreate(c, store, text, async (commit) => {
+      const session = await build();
+      // The session, its first events and turn, and the kept answer: one commit, after which
+      // the events are sent.
+      return runtime.log.batch(() =>
+        commit.now(() => {
+          save(session);
+          start(session);
+          return { status: 200, body: publicBody(runtime.recorder(session.id).session()) };
+        })
+      );
     });
   }
   const session = await make();

@@ -100,12 +100,14 @@ export const templatesResourceHandlers: HandlerMap<AgentsId> = {
         throw notFound("file", f.file_id, `files[${i}].file_id`);
       }
     }
-    return idempotentCreate(c, service.store, text, async () => {
+    return idempotentCreate(c, service.store, text, async (commit) => {
       const id = newId("template");
       const now = unixNow();
       const body = publicBody(id, value, now, now);
-      service.store.insert("template", id, "", now, body, await seal(service, id, value));
-      return { status: 200, body };
+      const sealed = await seal(service, id, value);
+      const answer = { status: 200, body };
+      await commit.soon(answer, () => service.store.insert("template", id, "", now, body, sealed));
+      return answer;
     });
   },
   agents_environments_templates_retrieve: (c) => json({ status: 200, body: templateOf(c).body }),

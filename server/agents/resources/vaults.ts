@@ -157,7 +157,7 @@ export const vaultsResourceHandlers: HandlerMap<AgentsId> = {
   agents_vaults_create: async (c) => {
     const { store } = agentsService(c.var.state);
     const body = await readJson(c, vaultCreateSchema);
-    return idempotentCreate(c, store, body.text, () => {
+    return idempotentCreate(c, store, body.text, async (commit) => {
       const now = unixNow();
       const vault = {
         id: newId("vault"),
@@ -166,8 +166,9 @@ export const vaultsResourceHandlers: HandlerMap<AgentsId> = {
         metadata: body.value.metadata ?? {},
         name: body.value.name ?? null,
       };
-      store.insert("vault", vault.id, "", now, vault, null);
-      return Promise.resolve({ status: 200, body: vault });
+      const answer = { status: 200, body: vault };
+      await commit.soon(answer, () => store.insert("vault", vault.id, "", now, vault, null));
+      return answer;
     });
   },
   agents_vaults_retrieve: (c) => json({ status: 200, body: vaultOf(c).body }),
@@ -197,7 +198,7 @@ export const vaultsResourceHandlers: HandlerMap<AgentsId> = {
     const { store, box } = agentsService(c.var.state);
     const vault = vaultOf(c);
     const body = await readJson(c, credentialCreateSchema);
-    return idempotentCreate(c, store, body.text, async () => {
+    return idempotentCreate(c, store, body.text, async (commit) => {
       const now = unixNow();
       const id = newId("credential");
       const { pub, secrets } = splitAuth(body.value.auth);
@@ -211,8 +212,13 @@ export const vaultsResourceHandlers: HandlerMap<AgentsId> = {
         updated_at: now,
         auth: pub,
       };
-      store.insert("credential", id, vault.id, now, credential, await box.seal(secrets, id));
-      return { status: 200, body: credential };
+      const sealed = await box.seal(secrets, id);
+      const answer = { status: 200, body: credential };
+      await commit.soon(
+        answer,
+        () => store.insert("credential", id, vault.id, now, credential, sealed),
+      );
+      return answer;
     });
   },
   agents_vaults_credentials_retrieve: (c) => {
