@@ -1,13 +1,14 @@
 /**
  * `GET /system/ports`: listening TCP sockets from `/proc/net/tcp` and `/proc/net/tcp6`, with the
- * owning process found by the socket's inode in `/proc/<pid>/fd`.
+ * owning process found by the socket's inode in `/proc/<pid>/fd` (read by the server itself:
+ * `socket_owners.ts`).
  *
  * @module
  */
 
-import { runCaptured } from "../../process/run.ts";
 import type { EndpointHandler } from "../types.ts";
 import { procFiles } from "./machine.ts";
+import { socketOwners } from "./socket_owners.ts";
 import { type SystemTools, systemTools } from "./tools.ts";
 
 const LISTEN = "0A";
@@ -84,41 +85,17 @@ function listening(text: string, family: "ipv4" | "ipv6") {
   return out;
 }
 
-/**
- * inode to pid and command for the sockets in `inodes`: one `find` child lists every socket
- * descriptor in `/proc/<pid>/fd` (the server's Deno may not read `/proc` itself).
- *
- * This one child runs unconfined, with the fixed `PATH` and a fixed script: reading the links
- * in `/proc/<pid>/fd` is a ptrace access, and Landlock refuses every ptrace access from inside
- * a domain to a process outside it (which is every process here), whatever the file rules say.
- */
+/** inode to pid and command for the sockets in `inodes` (see `socket_owners.ts`). */
 async function owners(
   inodes: Set<string>,
   tools: SystemTools,
 ): Promise<Map<string, { pid: number; command: string | null }>> {
+  const pids = await socketOwners(inodes);
+  const comms = await procFiles([...new Set(pids.values())].map((p) => `/proc/${p}/comm`), tools);
   const found = new Map<string, { pid: number; command: string | null }>();
-  if (inodes.size === 0) return found;
-  const script =
-    "find /proc/[0-9]*/fd -maxdepth 1 -lname 'socket:*' -printf '%h %l\\n' 2>/dev/null; true";
-  const r = await runCaptured(
-    {
-      argv: ["sh", "-c", script],
-      cwd: "/",
-      env: tools.env,
-      timeoutMs: 10000,
-    },
-    8 << 20,
-  )
-    .catch(() => null);
-  for (const line of r?.stdout.split("\n") ?? []) {
-    const m = /^\/proc\/(\d+)\/fd socket:\[(\d+)\]$/.exec(line);
-    if (m && inodes.has(m[2]) && !found.has(m[2])) {
-      found.set(m[2], { pid: Number(m[1]), command: null });
-    }
+  for (const [inode, pid] of pids) {
+    found.set(inode, { pid, command: comms.get(`/proc/${pid}/comm`)?.trim() ?? null });
   }
-  const pids = [...new Set([...found.values()].map((o) => o.pid))];
-  const comms = await procFiles(pids.map((p) => `/proc/${p}/comm`), tools);
-  for (const o of found.values()) o.command = comms.get(`/proc/${o.pid}/comm`)?.trim() ?? null;
   return found;
 }
 
