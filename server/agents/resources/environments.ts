@@ -27,7 +27,7 @@ import {
 import { runSetup } from "../environments/setup.ts";
 import { createWorkspace, materialise, workspaceDir } from "../environments/workspace.ts";
 import { newId, unixNow } from "../ids.ts";
-import { idempotentCreate, json } from "../idempotency.ts";
+import { type Commit, idempotentCreate, json } from "../idempotency.ts";
 import { listPage, PAGE_PARAMS, pageRequest } from "../pagination.ts";
 import { parseQuery, readJson } from "../request.ts";
 import {
@@ -78,6 +78,37 @@ function environmentFile(environmentId: string, path: string, size: number) {
   };
 }
 
+/** A file's record, once its bytes are in the workspace. */
+interface FileRecord {
+  id: string;
+  body: Record<string, unknown>;
+}
+
+/** Write a file into the environment's workspace; returns the record that says so. */
+async function writeFile(
+  state: ServerState,
+  service: AgentsService,
+  environmentId: string,
+  file: EnvironmentFileParam,
+  param: string,
+): Promise<FileRecord> {
+  const size = await materialise(state, service, workspaceDir(state, environmentId), file, param);
+  return {
+    id: `envfile_${environmentId.slice(4)}:${file.path}`,
+    body: {
+      path: file.path,
+      size_bytes: size,
+      ...(file.type === "file_id" ? { file_id: file.file_id } : {}),
+    },
+  };
+}
+
+/** Store a file's record (replacing an earlier one at the same path); inside a transaction. */
+function recordFile(store: AgentStore, environmentId: string, record: FileRecord): void {
+  store.delete(record.id);
+  store.insert("environment_file", record.id, environmentId, unixNow(), record.body, null);
+}
+
 /** Write a file and record it (replacing an earlier one at the same path). */
 async function addFile(
   state: ServerState,
@@ -86,18 +117,9 @@ async function addFile(
   file: EnvironmentFileParam,
   param: string,
 ): Promise<number> {
-  const size = await materialise(state, service, workspaceDir(state, environmentId), file, param);
-  const id = `envfile_${environmentId.slice(4)}:${file.path}`;
-  const body = {
-    path: file.path,
-    size_bytes: size,
-    ...(file.type === "file_id" ? { file_id: file.file_id } : {}),
-  };
-  service.store.transaction(() => {
-    service.store.delete(id);
-    service.store.insert("environment_file", id, environmentId, unixNow(), body, null);
-  });
-  return size;
+  const record = await writeFile(state, service, environmentId, file, param);
+  service.store.transaction(() => recordFile(service.store, environmentId, record));
+  return record.body.size_bytes as number;
 }
 
 /** Run the setup in the background and record how it ended. */
@@ -151,15 +173,16 @@ async function seeded(
 async function create(c: Context<ServerEnv>): Promise<Response> {
   const { value, text } = await readJson(c, environmentCreateSchema);
   const made = await prepareEnvironment(c.var.state, c.var.identity, value, "environment");
-  return idempotentCreate(c, agentsService(c.var.state).store, text, async () => ({
+  return idempotentCreate(c, agentsService(c.var.state).store, text, async (commit) => ({
     status: 200,
-    body: await made(),
+    body: await made(commit),
   }));
 }
 
 /**
  * Check an environment's settings now (refusing with the field named), and return the step
- * that makes it: the workspace, its files, its record, and its setup started in the
+ * that makes it: the workspace and its files' bytes, then its record and its files' records in
+ * one transaction (with the kept answer, given a `commit`), then its setup started in the
  * background. Sessions that bring their own environment settings go through here too.
  */
 export async function prepareEnvironment(
@@ -167,7 +190,7 @@ export async function prepareEnvironment(
   identity: Identity,
   value: z.output<typeof environmentCreateSchema>,
   param: string,
-): Promise<() => Promise<{ id: string; files: unknown[] }>> {
+): Promise<(commit?: Commit) => Promise<{ id: string; files: unknown[] }>> {
   const service = agentsService(state);
   const { store, box } = service;
   const settings = await seeded(service, value.environment);
@@ -188,7 +211,7 @@ export async function prepareEnvironment(
       throw notFound("file", f.file_id, `${param}.files[${i}].file_id`);
     }
   }
-  return async () => {
+  return async (commit) => {
     const id = newId("environment");
     const now = unixNow();
     const workspace = workspaceDir(state, id);
@@ -207,19 +230,27 @@ export async function prepareEnvironment(
       vault_ids: value.vault_ids ?? [],
     };
     const secrets: EnvironmentSecrets = { env, steps };
+    let presented: { id: string; files: unknown[] };
     try {
-      store.insert("environment", id, "", now, environment, await box.seal(secrets, id));
+      const records: FileRecord[] = [];
       for (const [i, f] of files.entries()) {
-        await addFile(state, service, id, f, `${param}.files[${i}]`);
+        records.push(await writeFile(state, service, id, f, `${param}.files[${i}]`));
       }
+      const sealed = await box.seal(secrets, id);
+      // All or nothing: the record, its files' records and the kept answer commit together.
+      const make = () => {
+        store.insert("environment", id, "", now, environment, sealed);
+        for (const r of records) recordFile(store, id, r);
+        return { status: 200, body: presentEnvironment(store, store.get("environment", id)!) };
+      };
+      presented = (commit ? commit.now(make) : store.transaction(make)).body;
     } catch (e) {
-      // All or nothing: no record and no workspace of an environment that was not made.
-      store.delete(id);
+      // No workspace of an environment that was not made.
       await Deno.remove(workspace, { recursive: true }).catch(() => {});
       throw e;
     }
     if (steps.length > 0) startSetup(state, service, identity.id, id, secrets, prefix);
-    return presentEnvironment(store, store.get("environment", id)!);
+    return presented;
   };
 }
 

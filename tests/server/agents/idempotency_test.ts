@@ -153,6 +153,13 @@ Deno.test("idempotency: through the server, a keyed create is one commit of the 
     ["/v1/agents", { model: "m" }],
     ["/v1/vaults", { name: "v" }],
     ["/v1/agents/sessions", { environment: { type: "none" }, agent: { model: "m" } }],
+    // Its files are written into its workspace first; record, files' records and key commit once.
+    ["/v1/agents/environments", {
+      environment: {
+        type: "openai_hosted",
+        files: [{ type: "inline", path: "/workspace/notes/a.txt", data: btoa("hello") }],
+      },
+    }],
   ];
   for (const [path, body] of creates) {
     const send = () =>
