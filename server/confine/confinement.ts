@@ -29,6 +29,7 @@
 import { dirname, join } from "node:path";
 import { nativeSpawnSupported } from "../process/native_spawn.ts";
 import { listeningPorts, type ServerState, type Service } from "../state.ts";
+import { onReadOnlyMount } from "./fs_probe.ts";
 import { landlockAbi, NET_ABI, type PathRule } from "./landlock.ts";
 import {
   allowedExecutables,
@@ -255,7 +256,12 @@ export class Confinements implements Service {
     for (const p of policy.paths.deny) {
       if (isLiteralPath(p)) withheld.push({ path: p, remove: ALL });
     }
-    for (const p of policy.paths.readOnly) withheld.push({ path: p, remove: WRITE });
+    // A tree on a read-only mount cannot be written anyway; withholding its writes would split
+    // its parent (grantTree), and a split directory takes no new files (a package checked out
+    // under /tmp, bound read-only into a local sandbox, left /tmp without new files).
+    for (const p of policy.paths.readOnly) {
+      if (!onReadOnlyMount(p)) withheld.push({ path: p, remove: WRITE });
+    }
     return withheld;
   }
 

@@ -67,6 +67,59 @@ export function listNames(path: string): string[] | null {
   return names;
 }
 
+/** A whole file as text (read in pieces: `/proc` files give a page a read), or null. */
+function readAll(path: string): string | null {
+  const c = libc();
+  const fd = c.open(cString(path), 0o2000000, 0);
+  if (fd < 0) return null;
+  try {
+    const decoder = new TextDecoder();
+    const buf = new Uint8Array(65536);
+    let text = "";
+    for (;;) {
+      const got = Number(c.read(fd, buf, BigInt(buf.length)));
+      if (got < 0) return null;
+      if (got === 0) return text + decoder.decode();
+      text += decoder.decode(buf.subarray(0, got), { stream: true });
+    }
+  } finally {
+    c.close(fd);
+  }
+}
+
+function isUnder(path: string, tree: string): boolean {
+  return path === tree || path.startsWith(tree === "/" ? "/" : tree + "/");
+}
+
+/**
+ * Whether nothing under `path` can be written whatever the file rules say: the mount that holds
+ * it is read-only, and so is every mount below it (`/proc/self/mountinfo`, each mount's own
+ * options). False when that cannot be told.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { onReadOnlyMount } from "./fs_probe.ts";
+ * assert.equal(onReadOnlyMount(Deno.makeTempDirSync()), false);
+ * ```
+ */
+export function onReadOnlyMount(path: string): boolean {
+  const text = readAll("/proc/self/mountinfo");
+  if (text === null) return false;
+  const mounts = text.split("\n").filter(Boolean).map((line) => {
+    const f = line.split(" ");
+    const point = f[4].replace(/\\([0-7]{3})/g, (_, o) => String.fromCharCode(parseInt(o, 8)));
+    return { point, readOnly: f[5].split(",").includes("ro") };
+  });
+  // The last mount listed on a point is the one on top.
+  let holder: { point: string; readOnly: boolean } | undefined;
+  for (const m of mounts) {
+    if (isUnder(path, m.point) && (!holder || m.point.length >= holder.point.length)) holder = m;
+  }
+  if (!holder?.readOnly) return false;
+  return mounts.every((m) => m.readOnly || !isUnder(m.point, path) || m.point === holder.point);
+}
+
 /** The first `n` bytes of a file as text, or "" when it cannot be read. */
 export function head(path: string, n = 256): string {
   const c = libc();

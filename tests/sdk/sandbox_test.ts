@@ -245,3 +245,14 @@ Deno.test("a TypeScript program runs with deno inside the sandbox, and ps sees i
   const ps = await sandbox.commands.run("sleep 30 & ps -o args= -p $!; kill $!");
   assert.equal(ps.stdout, "sleep 30\n");
 });
+
+Deno.test("the sandbox's /tmp takes new files; the package the server runs from cannot be changed", async () => {
+  await using sandbox = await Sandbox.create();
+  // From a checkout the package is bound read-only into the sandbox at its own path, maybe under
+  // /tmp (a CI clone): its read-only rule must not keep /tmp from taking new files.
+  const pkg = new URL("../../", import.meta.url).pathname.replace(/\/$/, "");
+  const r = await sandbox.commands.run(
+    `touch /tmp/new-file && echo tmp-ok; echo x >> ${pkg}/deno.json 2>/dev/null || echo pkg-refused`,
+  );
+  assert.equal(r.stdout, "tmp-ok\npkg-refused\n");
+});

@@ -12,37 +12,13 @@
  * @module
  */
 
-import { libc, libcAvailable } from "../../libc/index.ts";
+import { listNames } from "../../confine/fs_probe.ts";
+import { cString, libc, libcAvailable } from "../../libc/index.ts";
 
 const PROCESSES_PER_TURN = 64;
-/** `struct dirent`'s `d_name`, on Linux x86_64 and aarch64. */
-const D_NAME_OFFSET = 19;
 const AT_FDCWD = -100;
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-
-function cString(s: string): Uint8Array<ArrayBuffer> {
-  return encoder.encode(s + "\0");
-}
-
-/** The names in directory `path`, or null when it cannot be opened (gone, or not ours). */
-function names(path: string): string[] | null {
-  const c = libc();
-  const dir = c.opendir(cString(path));
-  if (dir === null) return null;
-  const out: string[] = [];
-  try {
-    for (;;) {
-      const entry = c.readdir(dir);
-      if (entry === null) break;
-      out.push(new Deno.UnsafePointerView(entry).getCString(D_NAME_OFFSET));
-    }
-  } finally {
-    c.closedir(dir);
-  }
-  return out;
-}
 
 /**
  * The pid holding each socket inode of `inodes` (the first one found, when several share it);
@@ -65,12 +41,11 @@ export async function socketOwners(inodes: ReadonlySet<string>): Promise<Map<str
   if (inodes.size === 0 || Deno.build.os !== "linux" || !libcAvailable()) return found;
   const c = libc();
   const link = new Uint8Array(64);
-  const pids = (names("/proc") ?? []).filter((n) => /^\d+$/.test(n));
+  const pids = (listNames("/proc") ?? []).filter((n) => /^\d+$/.test(n));
   for (let i = 0; i < pids.length && found.size < inodes.size; i++) {
     if (i > 0 && i % PROCESSES_PER_TURN === 0) await new Promise((r) => setTimeout(r, 0));
     const dir = `/proc/${pids[i]}/fd`;
-    for (const fd of names(dir) ?? []) {
-      if (fd === "." || fd === "..") continue;
+    for (const fd of listNames(dir) ?? []) {
       const n = Number(c.readlinkat(AT_FDCWD, cString(`${dir}/${fd}`), link, BigInt(link.length)));
       if (n <= 0) continue;
       const m = /^socket:\[(\d+)\]$/.exec(decoder.decode(link.subarray(0, n)));
