@@ -183,13 +183,6 @@ function isLiteralPath(p: string): boolean {
   return p.startsWith("/") && !/[*?[\]{}]/.test(p);
 }
 
-/**
- * How Chromium sees `/proc`: as every other confined process does ({@linkcode procAccess}).
- */
-export function browserProc(): ProcAccess {
-  return procAccess();
-}
-
 /** The per-server set of confined spawners. */
 export class Confinements implements Service {
   readonly #state: ServerState;
@@ -314,7 +307,7 @@ export class Confinements implements Service {
   }
 
   /**
-   * Chromium's plan: the system trees and `/proc` read only (see {@linkcode browserProc}),
+   * Chromium's plan: the system trees and `/proc` read only (as every other confined process does: {@linkcode procAccess}),
    * nothing of `paths.allow` (the URL guard refuses `file:` URLs anyway), writes to `dir` (its
    * profile, home and temp files) and `/dev/shm` only, and execution of `executable` and the
    * helpers beside it alone.
@@ -332,7 +325,7 @@ export class Confinements implements Service {
       scratch: dir,
       withheld: this.#withheld(),
       exec,
-      proc: browserProc(),
+      proc: procAccess(),
     };
   }
 
