@@ -22,6 +22,7 @@
  */
 
 import { parseArgs } from "node:util";
+import { readEvents } from "../../tests/server/agents/runtime_helpers.ts";
 import { startTestServer, type TestServer } from "../../tests/helpers/server.ts";
 import { startBenchUpstream } from "./agents_upstream.ts";
 
@@ -30,27 +31,13 @@ function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length - 1) * p))];
 }
 
-/** Read SSE frames until an idle event; returns the event ids. */
+/** Read a session's events until its idle event; returns the event ids. */
 async function untilIdle(response: Response): Promise<string[]> {
-  const ids: string[] = [];
-  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
-  while (true) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error("stream ended before idle");
-    buffer += value;
-    let end;
-    while ((end = buffer.indexOf("\n\n")) !== -1) {
-      const frame = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const id = /^id: (.*)$/m.exec(frame)?.[1];
-      if (id) ids.push(id);
-      if (frame.includes("\nevent: agent.session.idle\n")) {
-        await reader.cancel();
-        return ids;
-      }
-    }
+  const events = await readEvents(response, (e) => e.type === "agent.session.idle");
+  if (events.at(-1)?.event.type !== "agent.session.idle") {
+    throw new Error("stream ended before idle");
   }
+  return events.map((e) => e.id);
 }
 
 interface Span {
