@@ -7,6 +7,7 @@
  * @module
  */
 
+import { concatBytes } from "../bytes.ts";
 import { ApiError } from "../errors.ts";
 
 /** One part of a multipart body. */
@@ -58,14 +59,6 @@ function indexOf(hay: Uint8Array, needle: Uint8Array, from = 0): number {
   return -1;
 }
 
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  if (a.length === 0) return b;
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a);
-  out.set(b, a.length);
-  return out;
-}
-
 /** A parameter of a `Content-Disposition` header, with RFC 5987 `name*=` taking precedence. */
 function dispositionParam(header: string, key: string): string | null {
   const star = new RegExp(`;\\s*${key}\\*=(?:UTF-8|utf-8)''([^;]*)`).exec(header);
@@ -114,7 +107,7 @@ export async function* readMultipart(
       ended = true;
       return false;
     }
-    buf = concat(buf, value);
+    buf = buf.length === 0 ? value : concatBytes([buf, value]);
     return true;
   };
   const need = async (n: number) => {

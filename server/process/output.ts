@@ -11,6 +11,8 @@
  * @module
  */
 
+import { concatBytes } from "../bytes.ts";
+
 /** Which stream a chunk came from. */
 export type StreamName = "stdout" | "stderr";
 
@@ -22,16 +24,6 @@ function decodeTail(bytes: Uint8Array): string {
   let start = 0;
   while (start < bytes.length && start < 3 && (bytes[start] & 0xc0) === 0x80) start++;
   return decoder.decode(bytes.subarray(start));
-}
-
-function concat(chunks: readonly Uint8Array[], size: number): Uint8Array {
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    all.set(c, at);
-    at += c.byteLength;
-  }
-  return all;
 }
 
 /**
@@ -81,7 +73,7 @@ export class TailBuffer {
 
   /** The kept bytes as text. */
   text(): string {
-    const all = concat(this.#chunks, this.#size);
+    const all = concatBytes(this.#chunks, this.#size);
     return this.dropped > 0 ? decodeTail(all) : decoder.decode(all);
   }
 }
@@ -122,7 +114,7 @@ export class HeadBuffer {
 
   /** The kept bytes as text (a character cut at the end becomes U+FFFD). */
   text(): string {
-    return decoder.decode(concat(this.#chunks, this.#size));
+    return decoder.decode(concatBytes(this.#chunks, this.#size));
   }
 }
 

@@ -11,6 +11,8 @@
  * @module
  */
 
+import { concatBytes } from "../../bytes.ts";
+
 /** A live reader of a session's events (see `event_log.ts`). */
 interface Subscriber {
   send(eventId: string, type: string, json: string, frame: Uint8Array): void;
@@ -69,7 +71,7 @@ export function sseResponse(onClose: () => void): { response: Response; writer: 
   let pendingBytes = 0;
   const flush = () => {
     if (pending.length === 0) return;
-    const chunk = pending.length === 1 ? pending[0] : concat(pending, pendingBytes);
+    const chunk = concatBytes(pending, pendingBytes);
     pending = [];
     pendingBytes = 0;
     if (closed) return;
@@ -113,14 +115,4 @@ export function sseResponse(onClose: () => void): { response: Response; writer: 
     },
   });
   return { response, writer };
-}
-
-function concat(parts: Uint8Array[], length: number): Uint8Array {
-  const out = new Uint8Array(length);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
