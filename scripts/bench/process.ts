@@ -14,6 +14,8 @@
  * group leader); `bash -c true` (what a shell string costs without the fast path for plain
  * commands); and `GET /process` (the HTTP round trip and pipeline with no process at all).
  *
+ * Last, a confinement's one-time set-up with the server's ports closed against file rules alone.
+ *
  * Confinement: a second server with `SANDBAR_CONFINEMENT=off` answers the same `shell` of `true`
  * in the same rounds, so the cost of starting each process on a Landlock-confined spawner thread
  * (the hop to that thread and back) is printed as a ratio and a difference of p50s.
@@ -143,7 +145,34 @@ export async function main(args: string[] = Deno.args): Promise<number> {
   for (const [name] of cases.slice(2)) {
     console.log(`ratio ${name} / bare true (p50): ${(p50(name) / baseline).toFixed(2)}`);
   }
+  if (spawner) await setUpCost();
   return ratio;
+}
+
+/**
+ * A confinement's one-time set-up, with the server's two ports closed to TCP `connect` (65,534
+ * port rules) against the same file rules alone, alternated: what an identity's first process
+ * waits for.
+ */
+async function setUpCost(rounds = 7): Promise<void> {
+  const rules = planRules({ readWrite: [Deno.cwd()], withheld: [], exec: null });
+  const times = { ports: [] as number[], files: [] as number[] };
+  for (let i = 0; i < rounds; i++) {
+    for (const kind of ["ports", "files"] as const) {
+      const t0 = performance.now();
+      const s = new Spawner(rules, kind === "ports" ? [9000, 9001] : []);
+      await s.ready;
+      times[kind].push(performance.now() - t0);
+      s.close();
+    }
+  }
+  const withPorts = percentile(times.ports, 0.5);
+  const filesOnly = percentile(times.files, 0.5);
+  console.log(
+    `confinement set-up, once per identity: ${withPorts.toFixed(1)} ms with the server's ports ` +
+      `closed, ${filesOnly.toFixed(1)} ms with file rules alone (p50 of ${rounds}; ratio ` +
+      `${(withPorts / filesOnly).toFixed(1)})`,
+  );
 }
 
 if (import.meta.main) await main();
