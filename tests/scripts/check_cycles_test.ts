@@ -1,0 +1,81 @@
+/**
+ * The import-cycle check run as `deno task check` runs it, on a tree planted in a temporary
+ * directory: a cycle fails with its files named, a one-way tree passes, test files are not checked.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const SCRIPT = fileURLToPath(new URL("../../scripts/check_cycles.ts", import.meta.url));
+
+async function plant(files: Record<string, string>): Promise<string> {
+  const root = await Deno.makeTempDir({ prefix: "check_cycles_" });
+  for (const [path, text] of Object.entries(files)) {
+    await Deno.mkdir(dirname(join(root, path)), { recursive: true });
+    await Deno.writeTextFile(join(root, path), text);
+  }
+  return root;
+}
+
+async function check(root: string): Promise<{ code: number; output: string }> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-read", "--allow-run", SCRIPT, "--root", root],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder();
+  return { code: out.code, output: text.decode(out.stdout) + text.decode(out.stderr) };
+}
+
+Deno.test("check_cycles: a planted cycle fails with the cycle's files in the message", async () => {
+  const root = await plant({
+    "server/state.ts": `import { near } from "./request.ts";\nexport const s = near;\n`,
+    "server/request.ts":
+      `import { registry } from "./commands/registry.ts";\nexport const near = registry;\n`,
+    "server/commands/registry.ts":
+      `import type { s } from "../state.ts";\nexport const registry = 1;\nexport type T = typeof s;\n`,
+    "sdk/mod.ts": `export const ok = 1;\n`,
+  });
+  try {
+    const { code, output } = await check(root);
+    assert.equal(code, 1, output);
+    assert.match(output, /1 import cycle/);
+    assert.match(
+      output,
+      /server\/commands\/registry\.ts → server\/state\.ts → server\/request\.ts → server\/commands\/registry\.ts/,
+    );
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("check_cycles: a module importing itself is a cycle too", async () => {
+  const root = await plant({ "engine/self.ts": `import "./self.ts";\nexport const x = 1;\n` });
+  try {
+    const { code, output } = await check(root);
+    assert.equal(code, 1, output);
+    assert.match(output, /engine\/self\.ts → engine\/self\.ts/);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("check_cycles: imports that run one way pass, and test files are not checked", async () => {
+  const root = await plant({
+    "server/app.ts": `import { store } from "./store.ts";\nexport const app = store;\n`,
+    "server/store.ts": `export const store = 1;\n`,
+    "server/store_test.ts":
+      `import { app } from "./app.ts";\nimport "./store_test.ts";\nexport const t = app;\n`,
+    "engine/mod.ts": `import { app } from "../server/app.ts";\nexport const e = app;\n`,
+  });
+  try {
+    const { code, output } = await check(root);
+    assert.equal(code, 0, output);
+    assert.match(output, /no import cycles/);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
