@@ -5,6 +5,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
+import { nearestName } from "../shared/nearest_name.ts";
 import { EngineError } from "./errors.ts";
 import type { Budget, Model, Question, QuestionKind } from "./types.ts";
 
@@ -94,7 +95,9 @@ export function parseCli(argv: string[]): CliArgs | "help" {
     parsed = parseArgs({ args: argv, options: FLAGS, allowPositionals: true });
   } catch (error) {
     const flag = /'(-[^']*)'/.exec((error as Error).message)?.[1];
-    const known = flag?.startsWith("--") ? nearest(flag.slice(2), Object.keys(FLAGS)) : undefined;
+    const known = flag?.startsWith("--")
+      ? nearestName(flag.slice(2), Object.keys(FLAGS))
+      : undefined;
     throw invalid(`${(error as Error).message}${known ? `; did you mean --${known}?` : ""}`);
   }
   const { values, positionals } = parsed;
@@ -103,7 +106,11 @@ export function parseCli(argv: string[]): CliArgs | "help" {
   }
   const verb = positionals[0];
   if (!(VERBS as readonly string[]).includes(verb)) {
-    throw invalid(`unknown verb ${verb}; did you mean ${nearest(verb, VERBS)}?`);
+    const near = nearestName(verb, VERBS);
+    throw invalid(
+      `unknown verb ${verb}; ` +
+        (near ? `did you mean ${near}?` : `the verbs are ${VERBS.join(", ")}`),
+    );
   }
   if (!values.manifest) throw invalid("--manifest FILE is required");
   if (!values.engine) throw invalid("--engine NAME is required");
@@ -117,33 +124,6 @@ export function parseCli(argv: string[]): CliArgs | "help" {
 
 function invalid(message: string): EngineError {
   return new EngineError("invalid", "cli", `${message} (--help prints the usage)`);
-}
-
-/** The candidate closest to `word` by edit distance. */
-function nearest(word: string, candidates: readonly string[]): string {
-  let best = candidates[0];
-  let bestDistance = Infinity;
-  for (const candidate of candidates) {
-    const distance = editDistance(word, candidate);
-    if (distance < bestDistance) [best, bestDistance] = [candidate, distance];
-  }
-  return best;
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(
-        previous[j] + 1,
-        current[j - 1] + 1,
-        previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1),
-      );
-    }
-    previous = current;
-  }
-  return previous[b.length];
 }
 
 async function readJson(path: string, what: string): Promise<unknown> {

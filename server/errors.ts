@@ -9,6 +9,8 @@
  * @module
  */
 
+import { nearestName } from "../shared/nearest_name.ts";
+
 /** The machine codes of the contract, plus the few this server adds (documented in the README). */
 export type ErrorCode =
   | "unauthorized"
@@ -225,4 +227,29 @@ export function renderError(error: ApiError, path: string, endpoint?: string): R
     body = flat;
   }
   return new Response(JSON.stringify(body), { status: error.status, headers });
+}
+
+/**
+ * The refusal of an unknown field (or command argument), naming it and the nearest known one;
+ * `what` and `where` word it for other things than body fields.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { unknownField } from "./errors.ts";
+ * const e = unknownField("recursiv", ["path", "recursive"]);
+ * assert.equal(e.message, 'Unknown field "recursiv"; did you mean "recursive"?');
+ * assert.equal(e.options.param, "recursiv");
+ * ```
+ */
+export function unknownField(
+  name: string,
+  known: readonly string[],
+  what = "field",
+  where = "",
+): ApiError {
+  const near = nearestName(name, known);
+  const hint = near === undefined ? "" : `; did you mean ${JSON.stringify(near)}?`;
+  const message = `Unknown ${what} ${JSON.stringify(name)}${where}${hint}`;
+  return new ApiError("invalid_arguments", message, { param: name });
 }

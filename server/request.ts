@@ -18,84 +18,11 @@
 
 import type { Context } from "hono";
 import { z } from "zod";
-import { ApiError } from "./errors.ts";
+import { ApiError, unknownField } from "./errors.ts";
 import type { ServerEnv } from "./state.ts";
 
 /** The message of every body that is not a JSON object. */
 export const NOT_A_JSON_OBJECT = "The body must be a JSON object";
-
-/**
- * Edit distance of two short names, counting a swap of two neighbouring letters as one edit
- * (optimal string alignment), since swaps are the commonest typo.
- */
-function distance(a: string, b: string): number {
-  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => [i]);
-  for (let j = 1; j <= b.length; j++) d[0][j] = j;
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
-        d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
-      }
-    }
-  }
-  return d[a.length][b.length];
-}
-
-/**
- * The known name closest to `name`, when it is close enough to be a likely typo: at most a
- * third of the name's letters (and at least one) differ, a swap of neighbours counting as one,
- * or one is the other with a prefix or suffix (`timeout` for `timeout_ms`).
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { nearestName } from "./request.ts";
- * assert.equal(nearestName("pahts", ["paths", "depth"]), "paths");
- * assert.equal(nearestName("colour", ["path", "depth"]), undefined);
- * ```
- */
-export function nearestName(name: string, known: readonly string[]): string | undefined {
-  const lower = name.toLowerCase();
-  let best: string | undefined;
-  let bestDistance = Math.max(1, Math.floor(name.length / 3));
-  for (const k of known) {
-    const d = distance(lower, k.toLowerCase());
-    if (d <= bestDistance && (best === undefined || d < bestDistance)) {
-      best = k;
-      bestDistance = d;
-    }
-  }
-  if (best !== undefined) return best;
-  if (lower.length < 3) return undefined;
-  return known.find((k) => k.length >= 3 && (lower.includes(k) || k.includes(lower)));
-}
-
-/**
- * The refusal of an unknown field (or command argument), naming it and the nearest known one;
- * `what` and `where` word it for other things than body fields.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { unknownField } from "./request.ts";
- * const e = unknownField("recursiv", ["path", "recursive"]);
- * assert.equal(e.message, 'Unknown field "recursiv"; did you mean "recursive"?');
- * assert.equal(e.options.param, "recursiv");
- * ```
- */
-export function unknownField(
-  name: string,
-  known: readonly string[],
-  what = "field",
-  where = "",
-): ApiError {
-  const near = nearestName(name, known);
-  const hint = near === undefined ? "" : `; did you mean ${JSON.stringify(near)}?`;
-  const message = `Unknown ${what} ${JSON.stringify(name)}${where}${hint}`;
-  return new ApiError("invalid_arguments", message, { param: name });
-}
 
 /** A body schema: a zod object (made strict by the reader) or any schema of an object. */
 type BodySchema = z.ZodType<Record<string, unknown>>;

@@ -10,6 +10,7 @@
  * @module
  */
 
+import { nearestName } from "../../shared/nearest_name.ts";
 import { ValidationError } from "./classes.ts";
 
 /** Names another SDK spells differently, mapped to ours (with the unit change where there is one). */
@@ -23,32 +24,14 @@ const RENAMED: Readonly<Record<string, string>> = {
   onStdErr: "onStderr",
 };
 
-/** Edit distance (insert, delete, replace), case-insensitive. */
-function distance(a: string, b: string): number {
-  a = a.toLowerCase();
-  b = b.toLowerCase();
-  let prev = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) {
-      row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    prev = row;
-  }
-  return prev[b.length];
-}
-
-/** The known name nearest to `name`: a known rename first, else the smallest edit distance. */
+/**
+ * The known name nearest to `name`: a known rename first, else the shared nearest name (close
+ * typos only), else null.
+ */
 export function nearestOption(name: string, known: readonly string[]): string | null {
   const renamed = RENAMED[name];
   if (renamed !== undefined && known.includes(renamed)) return renamed;
-  let best: string | null = null;
-  let bestDistance = Infinity;
-  for (const k of known) {
-    const d = distance(name, k);
-    if (d < bestDistance) [best, bestDistance] = [k, d];
-  }
-  return best;
+  return nearestName(name, known) ?? null;
 }
 
 /**
@@ -79,6 +62,8 @@ export function checkOptions(where: string, options: unknown, known: readonly st
     throw new ValidationError(
       known.length === 0
         ? `${where}: unknown option '${key}'; it takes no options`
+        : near === null
+        ? `${where}: unknown option '${key}'; known options: ${known.join(", ")}`
         : `${where}: unknown option '${key}'; did you mean '${near}'${unit}?`,
       {
         suggestion: known.length === 0

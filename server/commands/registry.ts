@@ -30,8 +30,7 @@
  * @module
  */
 
-import { ApiError } from "../errors.ts";
-import { unknownField } from "../request.ts";
+import { ApiError, unknownField } from "../errors.ts";
 
 /** The JSON types an argument may have. */
 export type CommandArgType = "string" | "number" | "integer" | "boolean" | "object" | "array";

@@ -6,7 +6,8 @@ import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { type EndpointId, ENDPOINTS } from "../../server/endpoints.ts";
 import { ApiError } from "../../server/errors.ts";
-import { nearestName, parseBody } from "../../server/request.ts";
+import { parseBody } from "../../server/request.ts";
+import { nearestName } from "../../shared/nearest_name.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 
 const COMMANDS = fileURLToPath(new URL("./fixtures/commands.ts", import.meta.url));

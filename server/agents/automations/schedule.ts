@@ -13,6 +13,7 @@
  */
 
 import { Cron } from "croner";
+import { nearestName } from "../../../shared/nearest_name.ts";
 import { invalid } from "../errors.ts";
 
 /** The clock automations are scheduled by: the system's, or a test's fake one. */
@@ -65,21 +66,6 @@ export function checkExpression(expression: string, param: string): void {
   }
 }
 
-/** Edit distance, for suggesting the nearest time zone name. */
-function distance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0];
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const here = row[j];
-      row[j] = Math.min(row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = here;
-    }
-  }
-  return row[b.length];
-}
-
 /**
  * Refuse a time zone that is not an IANA name this runtime knows (offsets such as `+02:00` are
  * refused too: they have no daylight-saving rules), suggesting the nearest known name.
@@ -102,16 +88,11 @@ export function checkTimezone(timezone: string, param: string): void {
     }
   }
   if (known) return;
-  let nearest = "UTC";
-  let best = Infinity;
-  for (const zone of Intl.supportedValuesOf("timeZone")) {
-    const d = distance(timezone.toLowerCase(), zone.toLowerCase());
-    if (d < best) [best, nearest] = [d, zone];
-  }
+  const nearest = nearestName(timezone, Intl.supportedValuesOf("timeZone"));
   throw invalid(
     param,
-    `Invalid '${param}': '${timezone.slice(0, 64)}' is not an IANA time zone; the nearest is ` +
-      `'${nearest}'.`,
+    `Invalid '${param}': '${timezone.slice(0, 64)}' is not an IANA time zone; ` +
+      (nearest ? `the nearest is '${nearest}'.` : "for example 'UTC' or 'Europe/Berlin'."),
   );
 }
 
