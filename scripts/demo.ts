@@ -8,7 +8,7 @@
  */
 
 import { fileURLToPath } from "node:url";
-import { PolicyDeniedError, Sandbox } from "../sdk/mod.ts";
+import { PolicyDeniedError, ProviderFeatureNotSupportedError, Sandbox } from "../sdk/mod.ts";
 
 const COMMANDS = fileURLToPath(new URL("./demo/commands.ts", import.meta.url));
 const READER_TOKEN = "reader-token-for-the-demo";
@@ -18,15 +18,29 @@ function show(title: string, value: unknown) {
   console.log(`\n== ${title}\n${text.trimEnd()}`);
 }
 
-/** Run the demo (in a private SANDBAR_HOME, removed at the end). */
-export async function main(): Promise<void> {
+/**
+ * Run the demo (in a private SANDBAR_HOME, removed at the end). Returns the exit code: 1 when a
+ * prerequisite is missing (said plainly on stderr, with how to get it).
+ */
+export async function main(): Promise<number> {
   const home = await Deno.makeTempDir({ prefix: "sandbar-demo-" });
   Deno.env.set("SANDBAR_HOME", home);
   try {
     await tour();
+    return 0;
+  } catch (e) {
+    if (!(e instanceof ProviderFeatureNotSupportedError)) throw e;
+    console.error(`\nThe demo cannot start a sandbox on this machine:\n${e.message}`);
+    console.error("To tour it without isolation: SANDBAR_ISOLATION=none deno task demo");
+    return 1;
   } finally {
     await Deno.remove(home, { recursive: true });
   }
+}
+
+/** Whether the sandbox has `program` (optional parts of the tour need python3). */
+async function has(sandbox: Sandbox, program: string): Promise<boolean> {
+  return (await sandbox.commands.run(`command -v ${program}`)).exitCode === 0;
 }
 
 async function tour(): Promise<void> {
@@ -42,7 +56,9 @@ async function tour(): Promise<void> {
   });
   show(
     "Sandbox.create()",
-    `${sandbox.id} (${sandbox.provider}) in ${(performance.now() - t0).toFixed(0)} ms, ` +
+    `${sandbox.id} (${sandbox.provider}, isolation ${sandbox.info.isolation}) in ${
+      (performance.now() - t0).toFixed(0)
+    } ms, ` +
       `lifetime until ${sandbox.info.endAt?.toISOString()}`,
   );
   show("health", { ok: await sandbox.server.health() });
@@ -76,23 +92,38 @@ async function tour(): Promise<void> {
   }
   show("commands.stream", streamed.join(" | "));
 
-  await sandbox.files.write("/home/user/notes/todo.txt", "ship it\n");
-  await sandbox.files.write("/home/user/notes/bytes.bin", new Uint8Array([0, 1, 254, 255]));
+  // Relative paths are in the sandbox's home (/home/user under bubblewrap).
+  await sandbox.files.write("notes/todo.txt", "ship it\n");
+  await sandbox.files.write("notes/bytes.bin", new Uint8Array([0, 1, 254, 255]));
   show(
     "files",
-    (await sandbox.files.list("/home/user/notes")).map((f) => `${f.name} ${f.size} B`).join(", "),
+    (await sandbox.files.list("notes")).map((f) => `${f.name} ${f.size} B`).join(", "),
   );
 
-  const code = await sandbox.runCode(
-    "import platform; print(sum(range(10)), platform.python_version())",
-  );
-  show("runCode (python)", code.text);
+  const python = await has(sandbox, "python3");
+  if (sandbox.capabilities.has("code")) {
+    const code = await sandbox.runCode(
+      "import platform; print(sum(range(10)), platform.python_version())",
+    );
+    show("runCode (python)", code.text);
+  } else {
+    show("runCode (python)", "skipped: Python contexts need python3 and python3-ipykernel");
+  }
 
   await using term = await sandbox.getTerminal({ cols: 80, rows: 24 });
   term.send("echo $((6 * 7)) && tty\r");
   await term.expect("42");
   show("terminal", (await term.expect(/\/dev\/pts\/\d+/)).trim().split("\n").at(-1));
 
+  if (python) await port8000(sandbox);
+  else show("port 8000", "skipped: the tour serves it with python3 -m http.server");
+
+  await term.close();
+  await sandbox.kill();
+  show("after kill", { listed: (await Sandbox.list()).filter((i) => i.sandboxId === sandbox.id) });
+}
+
+async function port8000(sandbox: Sandbox): Promise<void> {
   const web = await sandbox.commands.start("python3 -m http.server 8000 --bind 127.0.0.1", {
     timeout: 0,
   });
@@ -105,10 +136,6 @@ async function tour(): Promise<void> {
   }
   show(`port 8000: ${sandbox.network.getUrl(8000)} (browsers, curl)`, body);
   await web.kill();
-
-  await term.close();
-  await sandbox.kill();
-  show("after kill", { listed: (await Sandbox.list()).filter((i) => i.sandboxId === sandbox.id) });
 }
 
-if (import.meta.main) await main();
+if (import.meta.main) Deno.exit(await main());

@@ -72,4 +72,9 @@ export interface SandboxInfo {
   memoryMB: number | null;
   /** Disk in MB asked for at creation, or null. */
   diskMB: number | null;
+  /**
+   * How it is isolated, where the provider says (`local`: `bwrap`, or `none`: no isolation, Deno
+   * permissions only).
+   */
+  isolation?: string;
 }

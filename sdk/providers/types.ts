@@ -53,6 +53,8 @@ export interface ProviderCreateRequest {
   policy?: Record<string, unknown> | string;
   /** A named-commands file (`.ts`) for the in-sandbox server. */
   commandsFile?: string;
+  /** How to isolate it (`local`: `bwrap` or `none`); undefined for the provider's default. */
+  isolation?: "bwrap" | "none";
 }
 
 /** How to reach one port of a sandbox from this process. */

@@ -54,6 +54,7 @@ export const CREATE_OPTIONS: readonly string[] = [
   "secure",
   "policy",
   "commandsFile",
+  "isolation",
 ];
 
 /** The options `list` knows. */
@@ -89,6 +90,12 @@ export interface SandboxCreateOptions extends SandboxConnectionOptions {
   policy?: Record<string, unknown> | string;
   /** A named-commands file (`.ts`, on this machine) for the in-sandbox server. */
   commandsFile?: string;
+  /**
+   * How the `local` provider isolates it: `bwrap` (the default; bubblewrap must be installed)
+   * or `none` (Deno permissions only, not a boundary for hostile code: said in `info`, in the
+   * capabilities' `warnings` and once on stderr). Other providers refuse it.
+   */
+  isolation?: "bwrap" | "none";
 }
 
 /** Options of `Sandbox.list`. */
@@ -100,6 +107,8 @@ export interface SandboxListOptions extends SandboxConnectionOptions {
   /** Skip this many first (default 0). */
   offset?: number;
 }
+
+const ISOLATIONS: readonly string[] = ["bwrap", "none"];
 
 /** The longest lifetime, in seconds. */
 export const MAX_LIFETIME = 86_400;
@@ -182,6 +191,11 @@ export function createRequest(
       throw new ValidationError("policy must be a policy object or a preset name");
     }
   }
+  if (options.isolation !== undefined && !ISOLATIONS.includes(options.isolation)) {
+    throw new ValidationError(
+      `isolation must be one of ${ISOLATIONS.join(", ")}, got ${JSON.stringify(options.isolation)}`,
+    );
+  }
   return {
     template,
     timeout: lifetime(options.timeout ?? 300),
@@ -195,6 +209,7 @@ export function createRequest(
     secure: options.secure ?? true,
     policy: options.policy,
     commandsFile: options.commandsFile,
+    isolation: options.isolation,
   };
 }
 

@@ -1,6 +1,7 @@
 /**
  * The `local` provider, the default: a sandbox is an isolated process tree on this machine
- * (bubblewrap namespaces when `bwrap` is on PATH, Deno permissions always) running the
+ * (bubblewrap namespaces, required unless `isolation: "none"` is asked for; Deno permissions
+ * always) running the
  * in-sandbox server, with its own home directory, a detached supervisor that enforces its
  * lifetime, and its state on disk so `list`, `connect` and `killById` work from any process of
  * the same user. See `docs/sdk/sandbox.md`.
@@ -46,10 +47,11 @@ export interface LocalProviderOptions {
   /** Where sandboxes live; default `$SANDBAR_HOME`, else `~/.local/state/sandbar`. */
   home?: string;
   /**
-   * `bwrap` (bubblewrap namespaces; an error without bwrap), `none` (Deno permissions only) or
-   * `auto` (the default: bwrap when it is on PATH).
+   * The default isolation of its sandboxes (a `create` may ask otherwise): `bwrap` (bubblewrap
+   * namespaces; creating fails when `bwrap` is not on PATH) or `none` (Deno permissions only).
+   * Default: `SANDBAR_ISOLATION` when set, else `bwrap`. Never a silent fallback.
    */
-  isolation?: "auto" | Isolation;
+  isolation?: Isolation;
 }
 
 const ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789";
@@ -150,17 +152,12 @@ export class LocalProvider implements SandboxProvider {
   readonly name = "local";
   /** Where sandboxes live. */
   readonly home: string;
-  readonly #isolation: "auto" | Isolation;
+  readonly #isolation: Isolation | undefined;
 
   /** Make the provider (nothing is started until `create`). */
   constructor(options: LocalProviderOptions = {}) {
     this.home = options.home ?? sandbarHome();
-    this.#isolation = options.isolation ?? "auto";
-  }
-
-  #isolationNow(): Isolation {
-    if (this.#isolation !== "auto") return this.#isolation;
-    return findBwrap() ? "bwrap" : "none";
+    this.#isolation = options.isolation;
   }
 
   /** Create a sandbox: start its supervisor and wait until its server answers. */
@@ -179,7 +176,7 @@ export class LocalProvider implements SandboxProvider {
     for (const name of Object.keys(request.envs)) {
       if (RESERVED_ENV.test(name)) throw new ValidationError(`envs: ${name} is reserved`);
     }
-    const isolation = this.#isolationNow();
+    const isolation = chooseIsolation(request.isolation ?? this.#isolation);
     const id = newId();
     const dir = new SandboxDir(this.home, id);
     if (dir.channelSocket.length > 107) {
@@ -189,12 +186,15 @@ export class LocalProvider implements SandboxProvider {
     }
     await Deno.mkdir(join(this.home, "sandboxes"), { recursive: true, mode: 0o700 });
     await Deno.mkdir(dir.path, { mode: 0o700 });
+    let handle;
     try {
-      return await this.#start(request, dir, id, isolation);
+      handle = await this.#start(request, dir, id, isolation);
     } catch (e) {
       await removeTree(dir.path).catch(() => {});
       throw e;
     }
+    if (isolation === "none") warnNoIsolation(id);
+    return handle;
   }
 
   async #start(
@@ -393,6 +393,45 @@ export class LocalProvider implements SandboxProvider {
   }
 }
 
+/**
+ * The isolation a sandbox gets: the one asked for, else `SANDBAR_ISOLATION`, else `bwrap`;
+ * `bwrap` without bubblewrap installed is an error that says how to install it or opt out.
+ */
+function chooseIsolation(asked: Isolation | undefined): Isolation {
+  const env = Deno.env.get("SANDBAR_ISOLATION");
+  if (asked === undefined && env !== undefined && env !== "") {
+    if (env !== "bwrap" && env !== "none") {
+      throw new ValidationError(`SANDBAR_ISOLATION must be bwrap or none, got ${env}`);
+    }
+  }
+  const isolation = asked ?? ((env || "bwrap") as Isolation);
+  if (isolation === "bwrap" && !findBwrap()) {
+    throw new ProviderFeatureNotSupportedError(NO_BWRAP, {
+      suggestion: 'apt-get install bubblewrap, or isolation: "none" to run without isolation',
+    });
+  }
+  return isolation;
+}
+
+/** The error without bubblewrap (`docs/sdk/sandbox.md`, Prerequisites). */
+export const NO_BWRAP = "The local provider isolates sandboxes with bubblewrap, and `bwrap` is " +
+  "not on PATH. Install it (Debian/Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install " +
+  'bubblewrap`), or opt out with `Sandbox.create({ isolation: "none" })` (or ' +
+  "SANDBAR_ISOLATION=none): Deno permissions only, not a boundary for hostile code.";
+
+let warnedNoIsolation = false;
+
+/** Say once per process, on stderr, that a sandbox runs without isolation. */
+function warnNoIsolation(id: string): void {
+  if (warnedNoIsolation) return;
+  warnedNoIsolation = true;
+  console.error(
+    `sandbar: warning: local sandbox ${id} runs with isolation "none": its processes are host ` +
+      "processes under Deno permissions and the server's guards, with no namespaces; not a " +
+      "boundary for hostile code. (Said once per process.)",
+  );
+}
+
 /** Wait (up to 5 s) until the supervisor process has exited, where /proc tells. */
 async function supervisorGone(ref: LocalState["supervisor"]): Promise<void> {
   if (!ref || !procReadable()) return await new Promise((r) => setTimeout(r, 100));
@@ -414,6 +453,7 @@ function infoOf(state: LocalState, withToken: boolean): SandboxInfo {
     cpuCount: state.resources.cpu,
     memoryMB: state.resources.memory,
     diskMB: state.resources.disk,
+    isolation: state.isolation,
   };
 }
 

@@ -243,6 +243,7 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     const paths = { home, run: inputs.runDir, commands: inputs.commandsFile };
     const { argv, stateDir } = serverArgs(Deno.execPath(), pkg, paths, inputs.policy, env);
     env.SANDBAR_STATE_DIR = stateDir;
+    env.SANDBAR_ISOLATION = "none"; // the server lists it under the capabilities' warnings
     argv.push("--port", "0", "--pty-port", "0");
     // No PID namespace here: tie the server's life to the supervisor's (as bubblewrap's
     // --die-with-parent does) so a killed supervisor cannot leave it running.

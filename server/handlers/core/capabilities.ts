@@ -15,6 +15,18 @@ import { SERVER_VERSION } from "../../version.ts";
 import { readBody } from "../../request.ts";
 import type { EndpointHandler } from "../types.ts";
 
+/**
+ * A local sandbox started with `isolation: "none"` says so in every capabilities document: its
+ * launcher sets `SANDBAR_ISOLATION=none` (sdk/providers/local/launch.ts).
+ */
+function isolationWarnings(): string[] {
+  if (Deno.env.get("SANDBAR_ISOLATION") !== "none") return [];
+  return [
+    'This sandbox runs with isolation "none": no namespaces, its processes are host processes ' +
+    "held only by Deno permissions and the server's guards; not a boundary for hostile code",
+  ];
+}
+
 /** Groups whose endpoints take paths; their capability entries carry the path settings. */
 const PATH_GROUPS: ReadonlySet<EndpointGroup> = new Set([
   "file_ops",
@@ -103,7 +115,7 @@ export function capabilitiesDocument(state: ServerState, identity: Identity) {
     scopes: identity.scopes,
     preset: policy.preset,
     configured: policy.configured,
-    warnings: [...policy.warnings, ...confinementWarnings()],
+    warnings: [...policy.warnings, ...confinementWarnings(), ...isolationWarnings()],
     endpoints,
     groups,
     group_summary: summary,
