@@ -8,32 +8,9 @@
  * @module
  */
 
+import { tokensEqual } from "../../shared/tokens_equal.ts";
 import { ApiError } from "../errors.ts";
 import type { EndpointState, Identity } from "../policy/compile.ts";
-
-/**
- * Compare a presented token with a known one in time that depends only on the known token's
- * length: every character is compared, with no early exit, and a length mismatch is folded into
- * the same result. (Hashing first costs a native call per request and buys nothing here.)
- * `from` compares `presented` from that index on, so a header value such as `Bearer <token>`
- * is compared in place rather than through a slice, whose characters cost more to read.
- *
- * @example Usage
- * ```ts
- * import assert from "node:assert/strict";
- * import { tokensEqual } from "./authenticate.ts";
- * assert.equal(tokensEqual("secret-token", "secret-token"), true);
- * assert.equal(tokensEqual("Bearer secret-token", "secret-token", 7), true); // from offset 7
- * assert.equal(tokensEqual("secret-tokem", "secret-token"), false);
- * ```
- */
-export function tokensEqual(presented: string, known: string, from = 0): boolean {
-  let diff = (presented.length - from) ^ known.length;
-  for (let i = 0; i < known.length; i++) {
-    diff |= (presented.charCodeAt(from + i) | 0) ^ known.charCodeAt(i);
-  }
-  return diff === 0;
-}
 
 /** Where the token of the common case, one `Authorization: Bearer <token>`, starts, or -1. */
 function singleBearerAt(auth: string | null, access: string | null): number {

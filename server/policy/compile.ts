@@ -17,7 +17,7 @@
 import { createHash } from "node:crypto";
 import { isAbsolute, resolve } from "node:path";
 import { type EndpointLimits, ENDPOINTS, type EndpointSpec } from "../endpoints.ts";
-import { parseUrlPatterns } from "../guards/urls/index.ts";
+import { parseUrlPatterns } from "../guards/urls/patterns.ts";
 import type { PolicyEndpointSetting, PolicyFile } from "./schema.ts";
 import { type PresetName, presetSays } from "./presets.ts";
 
@@ -39,7 +39,7 @@ export interface EndpointState {
 export interface Identity {
   /** Name used in audit entries and the capabilities document. */
   id: string;
-  /** The token, compared only by {@linkcode tokensEqual} (constant time). */
+  /** The token, compared only by `tokensEqual` of `shared/tokens_equal.ts` (constant time). */
   token: string;
   /** Granted scopes. */
   scopes: readonly string[];
@@ -119,9 +119,6 @@ export interface CompileOptions {
 export function groupSwitchName(group: string): string {
   return `SANDBAR_GROUP_${group.toUpperCase()}`;
 }
-
-/** Re-exported for callers outside the pipeline; it lives with the authentication step. */
-export { tokensEqual } from "../pipeline/authenticate.ts";
 
 function parseSwitch(value: string | undefined): boolean | undefined {
   if (value === undefined) return undefined;

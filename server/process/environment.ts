@@ -12,7 +12,8 @@
  * @module
  */
 
-import { type CompiledPolicy, tokensEqual } from "../policy/compile.ts";
+import { tokensEqual } from "../../shared/tokens_equal.ts";
+import type { CompiledPolicy } from "../policy/compile.ts";
 import type { ServerState, Service } from "../state.ts";
 import { nameMatches, SERVER_RESERVED_VARIABLES } from "../guards/env/index.ts";
 

@@ -20,7 +20,7 @@
  * @module
  */
 
-import { timingSafeEqual } from "node:crypto";
+import { tokensEqual } from "../../../shared/tokens_equal.ts";
 import { type Duplex, readUntil, writeAll } from "./splice.ts";
 
 /** The channel socket's name in its directory. */
@@ -38,12 +38,6 @@ interface Pending {
   resolve(conn: Duplex): void;
   reject(e: Error): void;
   timer: ReturnType<typeof setTimeout>;
-}
-
-function sameSecret(given: string, expected: string): boolean {
-  const a = new TextEncoder().encode(given);
-  const b = new TextEncoder().encode(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 function randomHex(bytes: number): string {
@@ -109,7 +103,7 @@ export class RelayChannel {
     clearTimeout(slow);
     if (!line) return closeQuietly(conn);
     const [verb, value] = new TextDecoder().decode(line.head).split(" ");
-    if (verb === "control" && this.#key !== null && value && sameSecret(value, this.#key)) {
+    if (verb === "control" && this.#key !== null && value && tokensEqual(value, this.#key)) {
       this.#key = null;
       this.#control = conn;
       this.#ready.resolve();

@@ -37,7 +37,7 @@
  * @module
  */
 
-import { timingSafeEqual } from "node:crypto";
+import { tokensEqual } from "../../../shared/tokens_equal.ts";
 import { type Duplex, readUntil, splice, writeAll } from "./splice.ts";
 
 const HEAD_END = new TextEncoder().encode("\r\n\r\n");
@@ -117,14 +117,6 @@ function parseHead(bytes: Uint8Array): Head | null {
 
 function header(head: Head, name: string): string | undefined {
   return head.headers.find(([n]) => n.toLowerCase() === name)?.[1];
-}
-
-function sameToken(given: string | undefined, expected: string): boolean {
-  if (given === undefined) return false;
-  const a = new TextEncoder().encode(given);
-  const b = new TextEncoder().encode(expected);
-  // Compare equal lengths only; the length of a random token says nothing.
-  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 const REASONS: Record<number, string> = {
@@ -231,9 +223,12 @@ async function handle(conn: Deno.TcpConn, options: GatewayOptions): Promise<void
   const routed = route(head, options);
   if (!("port" in routed)) return await answer(conn, routed);
   if (options.accessToken !== null) {
-    const admitted = sameToken(header(head, "x-access-token"), options.accessToken) ||
-      (options.gatewayToken !== null &&
-        sameToken(header(head, "x-sandbar-gateway"), options.gatewayToken));
+    // A missing header is never a match, even against an empty token.
+    const access = header(head, "x-access-token");
+    const gateway = header(head, "x-sandbar-gateway");
+    const admitted = (access !== undefined && tokensEqual(access, options.accessToken)) ||
+      (options.gatewayToken !== null && gateway !== undefined &&
+        tokensEqual(gateway, options.gatewayToken));
     if (!admitted) {
       return await answer(conn, {
         status: 401,

@@ -58,7 +58,9 @@ export class GuardedFetch {
 
   /** A guarded fetch under the policy of `state`. */
   static open(state: ServerState): GuardedFetch {
-    return new GuardedFetch(UrlGuard.fromPolicy(state.policy, selfAddresses(state)));
+    return new GuardedFetch(
+      new UrlGuard(state.policy.urlAllow, state.policy.urlDeny, selfAddresses(state)),
+    );
   }
 
   /** The guard's verdict on a URL (`null` when allowed), without fetching. */

@@ -24,19 +24,18 @@
  */
 
 import { ApiError } from "../../errors.ts";
-import type { CompiledPolicy } from "../../policy/compile.ts";
 import { addressRange, parseIp } from "./addresses.ts";
 import {
   canonicalHost,
   effectivePort,
   matchHostPort,
   matchUrl,
-  parseUrlPattern,
+  parseUrlPatterns,
   type UrlPattern,
 } from "./patterns.ts";
 
 export { addressRange, parseIp } from "./addresses.ts";
-export { parseUrlPattern } from "./patterns.ts";
+export { parseUrlPattern, parseUrlPatterns } from "./patterns.ts";
 
 /** A refusal of the URL guard. */
 export interface UrlRefusal {
@@ -63,19 +62,9 @@ const IN_BROWSER_SCHEMES: ReadonlySet<string> = new Set(["data:", "blob:", "abou
 const NETWORK_SCHEMES: ReadonlySet<string> = new Set(["http:", "https:", "ws:", "wss:"]);
 const MAX_URL_LENGTH = 16384;
 
-/** Check every pattern of a list; throws naming the list and the bad pattern. */
-export function parseUrlPatterns(list: readonly string[], key: string): UrlPattern[] {
-  return list.map((p) => {
-    try {
-      return parseUrlPattern(p);
-    } catch (e) {
-      throw new Error(`policy: ${key}: ${(e as Error).message}`);
-    }
-  });
-}
-
 /**
- * The compiled URL rules of one policy.
+ * The compiled URL rules of one policy, built from its plain allow and deny lists (the guard
+ * knows nothing of the policy's shape).
  *
  * @example Usage
  * ```ts
@@ -100,11 +89,6 @@ export class UrlGuard {
     this.#allow = parseUrlPatterns(allow, "url_allow");
     this.#deny = parseUrlPatterns(deny, "url_deny");
     this.#self = self;
-  }
-
-  /** The guard of a compiled policy. */
-  static fromPolicy(policy: CompiledPolicy, self: readonly SelfAddress[] = []): UrlGuard {
-    return new UrlGuard(policy.urlAllow, policy.urlDeny, self);
   }
 
   /**

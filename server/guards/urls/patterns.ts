@@ -161,3 +161,14 @@ export function matchUrl(p: UrlPattern, url: URL): boolean {
 export function matchHostPort(p: UrlPattern, hostname: string, port: number): boolean {
   return matchHost(p.host, hostname) && matchPort(p, port, p.schemes);
 }
+
+/** Check every pattern of a list; throws naming the list and the bad pattern. */
+export function parseUrlPatterns(list: readonly string[], key: string): UrlPattern[] {
+  return list.map((p) => {
+    try {
+      return parseUrlPattern(p);
+    } catch (e) {
+      throw new Error(`policy: ${key}: ${(e as Error).message}`);
+    }
+  });
+}

@@ -43,7 +43,7 @@ function manager(c: Context<ServerEnv>): BrowserManager {
     });
     return new BrowserManager({
       stateDir: state.stateDir,
-      guard: UrlGuard.fromPolicy(state.policy, self),
+      guard: new UrlGuard(state.policy.urlAllow, state.policy.urlDeny, self),
       env: Deno.env.toObject(),
       confine: (dir, executable) => confinements(state).browser(dir, executable),
     });
