@@ -24,15 +24,14 @@
 
 import { parseArgs } from "node:util";
 import { agentsConfig, agentsSecretVariables, resolveDataDir } from "./agents/config.ts";
-import { HANDLERS } from "./handlers/mod.ts";
+import { ENDPOINTS } from "./endpoints.ts";
 import { jsonLinesSink } from "./pipeline/audit.ts";
 import { closeInheritedOnExec, forgetSecretVariables, hideFromSameUser } from "./hardening.ts";
 import { resolve } from "node:path";
-import { protectPath } from "./confine/confinement.ts";
 import { narrowedServerArgv } from "./launch.ts";
 import { compilePolicy } from "./policy/compile.ts";
 import { loadPolicyFile, PolicyLoadError } from "./policy/load.ts";
-import { generateToken, startServer } from "./serve.ts";
+import { generateToken } from "./token.ts";
 
 /** What `--help` prints. */
 export const USAGE = `usage: deno run -A jsr:@sandbar/sandbar/server/cli [options]
@@ -121,7 +120,8 @@ async function launch(args: Args, raw: string[]): Promise<number> {
   const policy = compilePolicy(file ?? {}, {
     root: args.root,
     env,
-    implemented: new Set(Object.keys(HANDLERS)),
+    // Every id has a handler (`HANDLERS` is complete by type): the launcher does not load them.
+    implemented: new Set(ENDPOINTS.map((e) => e.id)),
     defaultToken: token,
     configured: file !== undefined,
   });
@@ -157,6 +157,11 @@ async function launch(args: Args, raw: string[]): Promise<number> {
 }
 
 async function serve(args: Args): Promise<number> {
+  // Loaded here, not at the top: the launcher (`launch`) needs none of the server's modules.
+  const [{ startServer }, { protectPath }] = await Promise.all([
+    import("./serve.ts"),
+    import("./confine/confinement.ts"),
+  ]);
   hideFromSameUser();
   await checkRoot(args.root);
   closeInheritedOnExec();

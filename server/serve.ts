@@ -8,7 +8,7 @@
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { agentsConfig, resolveDataDir } from "./agents/config.ts";
-import { AGENTS_SERVICE, AgentsService } from "./agents/service.ts";
+import type { AgentsService } from "./agents/service.ts";
 import type { SchedulerClock } from "./agents/automations/schedule.ts";
 import { buildApps } from "./app.ts";
 import { CommandRegistry } from "./commands/registry.ts";
@@ -20,6 +20,7 @@ import { compilePolicy } from "./policy/compile.ts";
 import { loadPolicyFile } from "./policy/load.ts";
 import type { PolicyFile } from "./policy/schema.ts";
 import { ServerState } from "./state.ts";
+import { generateToken } from "./token.ts";
 
 /** Options of {@linkcode startServer}. */
 export interface StartServerOptions {
@@ -85,23 +86,6 @@ export interface SandbarServer {
   state: ServerState;
   /** Stop listening and close every service. */
   close(): Promise<void>;
-}
-
-/**
- * A random token: 32 bytes, base64url.
- *
- * @example Usage
- * ```ts
- * import assert from "node:assert/strict";
- * import { generateToken } from "./serve.ts";
- * assert.match(generateToken(), /^[A-Za-z0-9_-]{43}$/);
- * assert.notEqual(generateToken(), generateToken());
- * ```
- */
-export function generateToken(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(32));
-  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_")
-    .replace(/=+$/, "");
 }
 
 function listen(
@@ -243,7 +227,9 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
   const sink = options.audit ?? jsonLinesSink(Deno.stderr);
   let agents: AgentsService | undefined;
   if ([...policy.endpoints.values()].some((e) => e.spec.group === "agents" && e.enabled)) {
-    // Opened now, so that a store this version cannot read stops the server with the reason.
+    // Opened now, so that a store this version cannot read stops the server with the reason;
+    // loaded only here, so that a server without the group never loads it.
+    const { AGENTS_SERVICE, AgentsService } = await import("./agents/service.ts");
     agents = await AgentsService.open(
       agentsConfig(dataDir, env, file),
       options.automationClock,

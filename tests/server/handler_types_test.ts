@@ -12,7 +12,10 @@ const CONFIG = fileURLToPath(new URL("deno.json", REPO));
 async function copyOf(path: string): Promise<string> {
   const url = new URL(path, REPO);
   const text = await Deno.readTextFile(url);
-  return text.replace(/from "(\.{1,2}\/[^"]+)"/g, (_, rel) => `from "${new URL(rel, url).href}"`);
+  return text.replace(
+    /(from |import\()"(\.{1,2}\/[^"]+)"/g,
+    (_, head, rel) => `${head}"${new URL(rel, url).href}"`,
+  );
 }
 
 function replaceOnce(text: string, from: string, to: string): string {

@@ -8,13 +8,14 @@
 import type { GroupHandlers } from "../types.ts";
 import type { DevToolsId } from "../../endpoints.ts";
 import { gitDiff, gitStatus } from "./git.ts";
-import { runCode } from "./run_code.ts";
+import { onFirstUse } from "../lazy.ts";
 
 /**
  * The dev_tools group's handlers.
  */
 export const devToolsHandlers: GroupHandlers<DevToolsId> = {
-  run_code: runCode,
+  // The code group (kernels, contexts) loads with the first run.
+  run_code: onFirstUse(async () => (await import("./run_code.ts")).runCode),
   git_status: gitStatus,
   git_diff: gitDiff,
 };

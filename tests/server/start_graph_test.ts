@@ -1,0 +1,71 @@
+// What the server loads at start: the module graph `deno run server/main.ts` evaluates before
+// its first request (static imports only; `import()` loads on first use), read with `deno info`.
+// The browser, agents and code groups load on their first request, and the launcher (which only
+// starts the narrowed server) loads none of the server's modules.
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+import { agentsHandlers } from "../../server/agents/handlers.ts";
+import { browserHandlers } from "../../server/handlers/browser/index.ts";
+import { ENDPOINTS } from "../../server/endpoints.ts";
+import { HANDLERS } from "../../server/handlers/mod.ts";
+
+const REPO = new URL("../../", import.meta.url);
+
+interface InfoModule {
+  specifier: string;
+  dependencies?: { isDynamic?: boolean; code?: { specifier?: string } }[];
+}
+
+/** Every module `entry` reaches through static imports. */
+async function staticGraph(entry: string): Promise<string[]> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", fileURLToPath(new URL(entry, REPO))],
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  assert.ok(out.success, "deno info failed");
+  const info = JSON.parse(new TextDecoder().decode(out.stdout)) as {
+    roots: string[];
+    modules: InfoModule[];
+  };
+  const bySpecifier = new Map(info.modules.map((m) => [m.specifier, m]));
+  const seen = new Set<string>();
+  const todo = [...info.roots];
+  while (todo.length > 0) {
+    const s = todo.pop()!;
+    if (seen.has(s)) continue;
+    seen.add(s);
+    for (const d of bySpecifier.get(s)?.dependencies ?? []) {
+      if (!d.isDynamic && d.code?.specifier) todo.push(d.code.specifier);
+    }
+  }
+  return [...seen].map((s) => s.replace(REPO.href, ""));
+}
+
+const LATE = [
+  /^server\/browser\//,
+  /^server\/handlers\/browser\//,
+  /^server\/agents\/(?!config\.ts$)/, // the data directory's default is read at start
+  /^server\/code\//,
+  /^npm:.*(puppeteer|modelcontextprotocol|croner|eventsource-parser|fake-timers|express)/,
+];
+
+Deno.test("the server's start graph has no browser, agents, code, MCP or test library", async () => {
+  const graph = await staticGraph("server/serve.ts");
+  const early = graph.filter((m) => LATE.some((re) => re.test(m)));
+  assert.deepEqual(early, []);
+  assert.ok(graph.includes("server/handlers/process/index.ts"), "the process group loads at start");
+});
+
+Deno.test("the launcher loads none of the server's handlers", async () => {
+  const graph = await staticGraph("server/main.ts");
+  assert.deepEqual(graph.filter((m) => m.startsWith("server/handlers/")), []);
+  assert.ok(!graph.includes("server/serve.ts"));
+});
+
+Deno.test("groups loaded on first use answer every id of the table, and only those", () => {
+  const ids = (group: string) => ENDPOINTS.filter((e) => e.group === group).map((e) => e.id);
+  assert.deepEqual(Object.keys(agentsHandlers).sort(), ids("agents").sort());
+  assert.deepEqual(Object.keys(browserHandlers).sort(), ids("browser").sort());
+  assert.deepEqual(Object.keys(HANDLERS).sort(), ENDPOINTS.map((e) => e.id).sort());
+});
