@@ -15,6 +15,8 @@
  */
 
 import { confinements } from "../confine/confinement.ts";
+import { MAX_KERNEL_IDENTITIES } from "../confine/kernel_ports.ts";
+import { ApiError } from "../errors.ts";
 import { join } from "node:path";
 import { ManagedProcess } from "../process/spawn.ts";
 import type { ServerState } from "../state.ts";
@@ -48,6 +50,16 @@ export async function spawnKernelBridge(
   const confined = confinements(state);
   const python = await kernelPython(confined.system() ?? undefined);
   if (!python) throw notInstalled();
+  // The kernels' ports: the identity's own block, closed to every other identity's processes.
+  const ports = confined.kernelPorts(identity);
+  if (!ports) {
+    throw new ApiError(
+      "process_invalid",
+      `Not supported yet: code contexts for more than ${MAX_KERNEL_IDENTITIES} identities ` +
+        `(identity ${JSON.stringify(identity)} has no block of kernel ports)`,
+      { param: "language" },
+    );
+  }
   // The bridge and its kernels run confined as the identity's other processes do, so its files
   // live in that confinement's own directory: the rest of the state directory is closed to it.
   const dir = join(confined.scratchDir(identity), "code");
@@ -71,7 +83,12 @@ export async function spawnKernelBridge(
     {
       argv: [python, "-u", script],
       cwd: dir,
-      env: { ...confined.environment(identity, env), ...jupyter, PYTHONDONTWRITEBYTECODE: "1" },
+      env: {
+        ...confined.environment(identity, env),
+        ...jupyter,
+        PYTHONDONTWRITEBYTECODE: "1",
+        SANDBAR_KERNEL_PORTS: `${ports.first}-${ports.last}`,
+      },
       timeoutMs: 0,
       stdin: true,
       spawner: confined.spawner(identity) ?? undefined,

@@ -142,6 +142,9 @@ export class CodeContexts implements Service {
       argv: launch.argv,
       interrupt: launch.interrupt,
       cwd: options.cwd,
+      // A temporary directory of its own, writable whatever the working directory is, unless
+      // the caller named one.
+      tmp: !options.envKeys.includes("TMPDIR"),
       // A HOME outside paths.allow is closed to a confined kernel: it gets the identity's own.
       env: confinements(this.#state).environment(identity, {
         ...options.env,

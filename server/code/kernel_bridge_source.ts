@@ -24,6 +24,13 @@ Execute also sends, before its answer: {"re": n, "event": "stdout"|"stderr", "te
 Nothing outlives the server: when stdin reaches end of file (the server exited, even by SIGKILL)
 every kernel's process group is killed and the bridge exits; each kernel also has
 PR_SET_PDEATHSIG, so it dies if the bridge itself is killed.
+
+Private kernels: a Jupyter kernel listens on loopback TCP, on ports taken from the identity's own
+block (SANDBAR_KERNEL_PORTS, "first-last"), which the confinement of every other identity can
+neither connect to nor bind (server/confine/kernel_ports.ts).
+
+Each kernel gets a temporary directory of its own (TMPDIR, TEMP, TMP) under the bridge's private
+directory, unless the context's environment names one; it is removed with the kernel.
 """
 
 import ctypes
@@ -33,6 +40,7 @@ import queue
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -59,6 +67,51 @@ def _die_with_parent():
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
+_ports_lock = threading.Lock()
+_ports_taken = set()
+TMP_VARS = ("TMPDIR", "TEMP", "TMP")
+
+
+def _take_ports(n):
+    """n free loopback ports from this identity's block, held until _give_ports."""
+    first, last = (int(p) for p in os.environ["SANDBAR_KERNEL_PORTS"].split("-"))
+    got = []
+    with _ports_lock:
+        for port in range(first, last + 1):
+            if port in _ports_taken:
+                continue
+            probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            finally:
+                probe.close()
+            got.append(port)
+            if len(got) == n:
+                _ports_taken.update(got)
+                return got
+    raise RuntimeError(f"no {n} free ports left for a kernel in this identity's block {first}-{last}")
+
+
+def _give_ports(ports):
+    with _ports_lock:
+        _ports_taken.difference_update(ports)
+
+
+def _kernel_tmp(env, kid, wanted):
+    """A temporary directory for one kernel, or None when the context's environment names one."""
+    if not wanted:
+        return None
+    path = tempfile.mkdtemp(prefix=f"{kid}-", dir=_TMP_ROOT)
+    for name in TMP_VARS:
+        env[name] = path
+    return path
+
+
+_TMP_ROOT = os.path.join(os.getcwd(), "tmp")
+
+
 def _kill_group(pid):
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -81,14 +134,21 @@ class KernelDied(Exception):
 class JupyterKernel:
     """One Jupyter kernel (python: ipykernel; deno: deno jupyter --kernel)."""
 
-    def __init__(self, kind, argv, cwd, env, interrupt_mode):
+    def __init__(self, kind, argv, cwd, env, interrupt_mode, tmp):
         self.kind = kind
         self.km = KernelManager()
         self.km._kernel_spec = KernelSpec(
             argv=argv, language=kind, display_name=kind, env={}, interrupt_mode=interrupt_mode
         )
+        # Ports from this identity's block, kept across restarts (not jupyter_client's cache).
+        self.km.cache_ports = False
+        self.km.ip = "127.0.0.1"
+        self.ports = _take_ports(5)
+        (self.km.shell_port, self.km.iopub_port, self.km.stdin_port, self.km.control_port,
+         self.km.hb_port) = self.ports
         self.cwd = cwd
         self.env = env
+        self.tmp = tmp
         self.kc = None
 
     def start(self):
@@ -218,15 +278,19 @@ class JupyterKernel:
             if pid:
                 _kill_group(pid)
             self.km.cleanup_resources()
+            _give_ports(self.ports)
+            if self.tmp:
+                shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 class BashShell:
     """A persistent bash: variables, functions and the working directory last between runs."""
 
-    def __init__(self, cwd, env, scratch):
+    def __init__(self, cwd, env, scratch, tmp):
         self.cwd = cwd
         self.env = env
         self.scratch = scratch
+        self.tmp = tmp
         self.proc = None
         self.count = 0
 
@@ -331,6 +395,11 @@ class BashShell:
             for s in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
                 s.close()
 
+    def remove(self):
+        self.stop()
+        if self.tmp:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
 
 def _sh_quote(s):
     return "'" + s.replace("'", "'\\''") + "'"
@@ -359,7 +428,15 @@ class Worker:
 def run_job(kernel, req):
     op = req["op"]
     if op == "start":
-        kernel.start()
+        try:
+            kernel.start()
+        except Exception:
+            # A kernel that did not start gives back its ports and its temporary directory.
+            try:
+                kernel.remove() if isinstance(kernel, BashShell) else kernel.stop()
+            except Exception:  # noqa: BLE001 - the start's own failure is the one to report
+                pass
+            raise
         return {"pid": kernel.pid}
     if op == "execute":
         def emit(event):
@@ -369,7 +446,10 @@ def run_job(kernel, req):
         kernel.restart()
         return {"pid": kernel.pid}
     if op == "stop":
-        kernel.stop()
+        if isinstance(kernel, BashShell):
+            kernel.remove()
+        else:
+            kernel.stop()
         return {}
     raise ValueError("unknown op " + op)
 
@@ -379,19 +459,29 @@ def main():
     # default 5 ms switch interval would show up in every run's latency.
     sys.setswitchinterval(0.0005)
     workers = {}
-    scratch = tempfile.mkdtemp(prefix="sandbar-bash-")
+    os.makedirs(_TMP_ROOT, mode=0o700, exist_ok=True)
+    scratch = tempfile.mkdtemp(prefix="sandbar-bash-", dir=_TMP_ROOT)
     try:
         for line in sys.stdin:
             req = json.loads(line)
             kid = req.get("kid")
             if req["op"] == "start":
                 kind = req["kind"]
-                if kind == "bash":
-                    kernel = BashShell(req["cwd"], req["env"], scratch)
-                else:
-                    kernel = JupyterKernel(
-                        kind, req["argv"], req["cwd"], req["env"], req.get("interrupt", "signal")
-                    )
+                tmp = None
+                try:
+                    env = dict(req["env"])
+                    tmp = _kernel_tmp(env, kid, req.get("tmp"))
+                    if kind == "bash":
+                        kernel = BashShell(req["cwd"], env, scratch, tmp)
+                    else:
+                        kernel = JupyterKernel(
+                            kind, req["argv"], req["cwd"], env, req.get("interrupt", "signal"), tmp
+                        )
+                except Exception as e:  # noqa: BLE001 - the server gets every failure
+                    if tmp:
+                        shutil.rmtree(tmp, ignore_errors=True)
+                    send({"re": req["id"], "ok": False, "error": str(e) or type(e).__name__})
+                    continue
                 workers[kid] = Worker(kernel)
             worker = workers.get(kid)
             if worker is None:
@@ -409,7 +499,7 @@ def main():
         for w in workers.values():
             if w.kernel.pid:
                 _kill_group(w.kernel.pid)
-        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(_TMP_ROOT, ignore_errors=True)
         os._exit(0)
 
 

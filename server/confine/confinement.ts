@@ -30,6 +30,7 @@ import { dirname, join } from "node:path";
 import { nativeSpawnSupported } from "../process/native_spawn.ts";
 import { listeningPorts, type ServerState, type Service } from "../state.ts";
 import { onReadOnlyMount } from "./fs_probe.ts";
+import { foreignKernelPorts, kernelPortBlock, type PortBlock } from "./kernel_ports.ts";
 import { landlockAbi, NET_ABI, type PathRule } from "./landlock.ts";
 import {
   allowedExecutables,
@@ -148,7 +149,7 @@ export function confinementWarnings(): string[] {
   const warnings: string[] = [];
   if (abi < NET_ABI) {
     warnings.push(
-      `Landlock ABI ${abi} (4 handles TCP ports): processes the server starts may connect to the server's own ports`,
+      `Landlock ABI ${abi} (4 handles TCP ports): processes the server starts may connect to the server's own ports and to every identity's code kernels`,
     );
   }
   if (abi < SCOPING_ABI) {
@@ -228,10 +229,30 @@ export class Confinements implements Service {
     const key = `${kind}\0${identity}`;
     let s = this.#spawners.get(key);
     if (!s) {
-      s = new Spawner(planRules(this.plan(identity, kind)), listeningPorts(this.#state.addresses));
+      s = new Spawner(
+        planRules(this.plan(identity, kind)),
+        this.#closedPorts(kind === "process" ? identity : null),
+      );
       this.#spawners.set(key, s);
     }
     return s;
+  }
+
+  /**
+   * TCP ports a confinement refuses (`connect` and `bind`): the server's own, and the code
+   * kernels of every identity but `identity` (all of them for `null`).
+   */
+  #closedPorts(identity: string | null): number[] {
+    const ids = this.#state.policy.identities.map((i) => i.id);
+    return [...listeningPorts(this.#state.addresses), ...foreignKernelPorts(ids, identity)];
+  }
+
+  /**
+   * The ports `identity`'s code kernels listen on (see `kernel_ports.ts`), or null when it has
+   * no block.
+   */
+  kernelPorts(identity: string): PortBlock | null {
+    return kernelPortBlock(this.#state.policy.identities.map((i) => i.id), identity);
   }
 
   /** What no confined process may touch: the state directory, secrets, literal denials. */
@@ -340,7 +361,7 @@ export class Confinements implements Service {
     if (confinementUnavailable()) return null;
     return {
       rules: planRules(this.browserPlan(dir, executable)),
-      closedPorts: listeningPorts(this.#state.addresses),
+      closedPorts: this.#closedPorts(null),
     };
   }
 

@@ -19,8 +19,12 @@ const SYS_LANDLOCK_RESTRICT_SELF = 446n;
 const LANDLOCK_CREATE_RULESET_VERSION = 1n;
 const LANDLOCK_RULE_PATH_BENEATH = 1n;
 const LANDLOCK_RULE_NET_PORT = 2n;
+/** ABI 4: `bind(2)` of a TCP socket to a port. */
+const ACCESS_NET_BIND_TCP = 1n << 0n;
 /** ABI 4: `connect(2)` of a TCP socket to a port. */
 const ACCESS_NET_CONNECT_TCP = 1n << 1n;
+/** What a closed port refuses: connecting to it, and binding it (no `SO_REUSEPORT` squatter). */
+const ACCESS_NET_TCP = ACCESS_NET_BIND_TCP | ACCESS_NET_CONNECT_TCP;
 /** The Landlock ABI that handles TCP ports. */
 export const NET_ABI = 4;
 
@@ -138,13 +142,13 @@ export interface PathRule {
 }
 
 /** Why a restriction failed. */
-/** Allow TCP `connect` to every port but `closed` in `ruleset`. */
+/** Allow TCP `connect` and `bind` on every port but `closed` in `ruleset` (port 0 included). */
 function openPortsExcept(ruleset: number, closed: ReadonlySet<number>): void {
   const c = sys();
   // struct landlock_net_port_attr { __u64 allowed_access; __u64 port; } (packed)
   const attr = new Uint8Array(16);
   const view = new DataView(attr.buffer);
-  view.setBigUint64(0, ACCESS_NET_CONNECT_TCP, true);
+  view.setBigUint64(0, ACCESS_NET_TCP, true);
   const fd = BigInt(ruleset);
   const at = address(attr);
   for (let port = 0; port < 65536; port++) {
@@ -172,7 +176,7 @@ export class ConfinementError extends Error {
  * bounding set (where it may drop them: as root), and a Landlock domain in which only `rules`
  * grant file access, signals and abstract unix sockets do not leave the domain. A path of a
  * rule that does not exist is skipped. With `closedPorts` (and ABI 4), TCP `connect` to those
- * ports is refused, on any address: Landlock's network rules only allow, so every other port
+ * ports and `bind` of them are refused, on any address: Landlock's network rules only allow, so every other port
  * gets a rule of its own (65,534 of them: about 0.1 s, once per thread, measured). Returns how
  * many path rules were added.
  *
@@ -198,7 +202,7 @@ export function restrictThisThread(
   const view = new DataView(attr.buffer);
   view.setBigUint64(0, handled, true);
   const closing = closedPorts.length > 0 && version >= NET_ABI;
-  view.setBigUint64(8, closing ? ACCESS_NET_CONNECT_TCP : 0n, true);
+  view.setBigUint64(8, closing ? ACCESS_NET_TCP : 0n, true);
   view.setBigUint64(16, version >= 6 ? SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL : 0n, true);
   const size = version >= 6 ? 24n : 16n;
   const ruleset = Number(c.syscall(SYS_LANDLOCK_CREATE_RULESET, address(attr), size, 0n, 0n));
