@@ -8,7 +8,7 @@
  */
 import { type LineSink, LineSplitter, readLines } from "./line_reader.ts";
 import { LineWriter } from "./line_writer.ts";
-import { TailBuffer } from "./tail_buffer.ts";
+import { TailBuffer } from "../shared/tail_buffer.ts";
 
 /** How to start an engine: argv without a shell, its directory and its environment. */
 export interface SpawnSpec {

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { TailBuffer } from "../process/output.ts";
+import { TailBuffer } from "../../shared/tail_buffer.ts";
 import type { BridgeEvent } from "./bridge.ts";
 import type { RunOutcome } from "./contexts.ts";
 

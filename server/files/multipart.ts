@@ -7,7 +7,7 @@
  * @module
  */
 
-import { concatBytes } from "../bytes.ts";
+import { concatBytes } from "../../shared/bytes.ts";
 import { ApiError } from "../errors.ts";
 
 /** One part of a multipart body. */

@@ -3,7 +3,8 @@
  * set number of bytes of it, drops the oldest first, and counts what it dropped so the caller
  * is told.
  *
- * - {@linkcode TailBuffer}: one stream's last N bytes, decoded once at the end (`shell`).
+ * - `TailBuffer` (from `shared/tail_buffer.ts`, which the engine shares): one stream's last N
+ *   bytes, decoded once at the end (`shell`).
  * - {@linkcode HeadBuffer}: one stream's first N bytes (`git diff`, where the start matters).
  * - {@linkcode OutputLog}: both streams as decoded chunks with byte offsets, readable from an
  *   offset and followable while the process runs (`process_start`, `process_output`).
@@ -11,72 +12,13 @@
  * @module
  */
 
-import { concatBytes } from "../bytes.ts";
+import { concatBytes, decodeTail } from "../../shared/bytes.ts";
 
 /** Which stream a chunk came from. */
 export type StreamName = "stdout" | "stderr";
 
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
-
-/** Decode bytes cut at an arbitrary point: continuation bytes at the cut are skipped. */
-function decodeTail(bytes: Uint8Array): string {
-  let start = 0;
-  while (start < bytes.length && start < 3 && (bytes[start] & 0xc0) === 0x80) start++;
-  return decoder.decode(bytes.subarray(start));
-}
-
-/**
- * The last `limit` bytes of one stream.
- *
- * @example Usage
- * ```ts
- * import assert from "node:assert/strict";
- * import { TailBuffer } from "./output.ts";
- * const b = new TailBuffer(4);
- * b.push(new TextEncoder().encode("abcdef"));
- * assert.equal(b.text(), "cdef");
- * assert.equal(b.dropped, 2);
- * ```
- */
-export class TailBuffer {
-  readonly #limit: number;
-  #chunks: Uint8Array[] = [];
-  #size = 0;
-  /** Bytes dropped from the front. */
-  dropped = 0;
-
-  /** A buffer keeping at most `limit` bytes. */
-  constructor(limit: number) {
-    this.#limit = limit;
-  }
-
-  /** Add bytes, dropping the oldest beyond the limit. */
-  push(chunk: Uint8Array): void {
-    if (chunk.byteLength === 0) return;
-    this.#chunks.push(chunk);
-    this.#size += chunk.byteLength;
-    while (this.#size > this.#limit) {
-      const first = this.#chunks[0];
-      const over = this.#size - this.#limit;
-      if (first.byteLength <= over) {
-        this.#chunks.shift();
-        this.#size -= first.byteLength;
-        this.dropped += first.byteLength;
-      } else {
-        this.#chunks[0] = first.subarray(over);
-        this.#size -= over;
-        this.dropped += over;
-      }
-    }
-  }
-
-  /** The kept bytes as text. */
-  text(): string {
-    const all = concatBytes(this.#chunks, this.#size);
-    return this.dropped > 0 ? decodeTail(all) : decoder.decode(all);
-  }
-}
 
 /**
  * The first `limit` bytes of one stream; the rest is counted and dropped.

@@ -7,7 +7,8 @@
  */
 
 import type { Spawner } from "../confine/spawner.ts";
-import { HeadBuffer, TailBuffer } from "./output.ts";
+import { TailBuffer } from "../../shared/tail_buffer.ts";
+import { HeadBuffer } from "./output.ts";
 import { type ExitInfo, ManagedProcess, type SpawnRequest } from "./spawn.ts";
 
 /** The result of {@linkcode runCaptured}. */

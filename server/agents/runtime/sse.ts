@@ -11,7 +11,7 @@
  * @module
  */
 
-import { concatBytes } from "../../bytes.ts";
+import { concatBytes } from "../../../shared/bytes.ts";
 
 /** A live reader of a session's events (see `event_log.ts`). */
 interface Subscriber {

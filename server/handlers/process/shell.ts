@@ -5,7 +5,7 @@
  * @module
  */
 
-import { TailBuffer } from "../../process/output.ts";
+import { TailBuffer } from "../../../shared/tail_buffer.ts";
 import type { ExitInfo, SpawnRequest } from "../../process/spawn.ts";
 import { type ProcessEntry, processTable } from "../../process/table.ts";
 import type { ServerState } from "../../state.ts";

@@ -17,7 +17,7 @@ import { ApiError } from "../../../errors.ts";
 import { commandRules, guardArgv, guardShellCommand } from "../../../guards/commands/index.ts";
 import { guardCwd, guardedEnvironment } from "../../../handlers/process/request.ts";
 import { spawnShell } from "../../../handlers/process/shell.ts";
-import { TailBuffer } from "../../../process/output.ts";
+import { TailBuffer } from "../../../../shared/tail_buffer.ts";
 import { shell as shellPath } from "../../../process/spawn.ts";
 import { newId } from "../../ids.ts";
 import type { FunctionToolDefinition } from "../model/model.ts";

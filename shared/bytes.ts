@@ -1,6 +1,6 @@
 /**
- * Joining byte chunks: the server's output buffers, event streams and multipart reader each
- * gather chunks that must go on as one.
+ * Joining byte chunks and decoding a cut tail: the output buffers, the event streams and the
+ * multipart reader each gather chunks that must go on as one.
  *
  * @module
  */
@@ -29,4 +29,23 @@ export function concatBytes(
     at += p.byteLength;
   }
   return out;
+}
+
+const decoder = new TextDecoder();
+
+/**
+ * Decode bytes cut at an arbitrary point: continuation bytes at the cut are skipped.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { decodeTail } from "./bytes.ts";
+ * const bytes = new TextEncoder().encode("é!");
+ * assert.equal(decodeTail(bytes.subarray(1)), "!");
+ * ```
+ */
+export function decodeTail(bytes: Uint8Array): string {
+  let start = 0;
+  while (start < bytes.length && start < 3 && (bytes[start] & 0xc0) === 0x80) start++;
+  return decoder.decode(bytes.subarray(start));
 }
