@@ -9,25 +9,16 @@
  * that answers public to the check and private to the connect) and covers what request
  * interception never sees (WebSockets, service workers, pop-ups).
  *
- * Only the CONNECT command with no authentication is spoken; anything else is refused.
+ * Only the CONNECT command with no authentication is spoken; anything else is refused. The
+ * handshake, name resolution and connecting are the egress proxy's (`server/egress/`).
  *
  * @module
  */
 
-import { lookup } from "node:dns/promises";
 import type { UrlGuard, UrlRefusal } from "../guards/urls/index.ts";
-import { parseIp } from "../guards/urls/index.ts";
-
-/** SOCKS5 reply codes used here (RFC 1928). */
-const REPLY = {
-  succeeded: 0x00,
-  failure: 0x01,
-  notAllowed: 0x02,
-  hostUnreachable: 0x04,
-  refused: 0x05,
-  commandNotSupported: 0x07,
-  addressNotSupported: 0x08,
-} as const;
+import { ConnReader } from "../egress/conn_reader.ts";
+import { connectAny, resolveAll } from "../egress/connect.ts";
+import { readSocksRequest, SOCKS_REPLY as REPLY, socksReply } from "../egress/socks5.ts";
 
 /** What the proxy tells its context about. */
 export interface ProxyEvents {
@@ -35,58 +26,6 @@ export interface ProxyEvents {
   refused(refusal: UrlRefusal): void;
   /** A connection the guard allowed but that could not be made: `host:port` and why. */
   unreachable(target: string, why: string): void;
-}
-
-/** Reads exact byte counts from a connection. */
-class ExactReader {
-  #buf = new Uint8Array(0);
-  readonly #conn: Deno.Conn;
-  constructor(conn: Deno.Conn) {
-    this.#conn = conn;
-  }
-  async take(n: number): Promise<Uint8Array> {
-    while (this.#buf.length < n) {
-      const chunk = new Uint8Array(Math.max(512, n));
-      const got = await this.#conn.read(chunk);
-      if (got === null) throw new Error("closed during the SOCKS handshake");
-      const merged = new Uint8Array(this.#buf.length + got);
-      merged.set(this.#buf);
-      merged.set(chunk.subarray(0, got), this.#buf.length);
-      this.#buf = merged;
-    }
-    const out = this.#buf.slice(0, n);
-    this.#buf = this.#buf.slice(n);
-    return out;
-  }
-  /** Bytes read past the handshake (a client that did not wait for the reply). */
-  rest(): Uint8Array {
-    return this.#buf;
-  }
-}
-
-function formatIPv6(b: Uint8Array): string {
-  const words: string[] = [];
-  for (let i = 0; i < 16; i += 2) words.push(((b[i] << 8) | b[i + 1]).toString(16));
-  return words.join(":");
-}
-
-async function resolveAll(host: string): Promise<string[]> {
-  if (parseIp(host)) return [host];
-  const found = await lookup(host, { all: true, verbatim: true });
-  return found.map((a) => a.address);
-}
-
-/** A connection to the first of `addresses` that answers. */
-async function connectAny(
-  addresses: readonly string[],
-  port: number,
-): Promise<Deno.Conn | undefined> {
-  for (const hostname of addresses) {
-    try {
-      return await Deno.connect({ hostname, port });
-    } catch { /* the next address */ }
-  }
-  return undefined;
 }
 
 /**
@@ -144,32 +83,17 @@ export class SocksGuard {
   }
 
   async #reply(conn: Deno.Conn, code: number): Promise<void> {
-    await conn.write(new Uint8Array([0x05, code, 0x00, 0x01, 0, 0, 0, 0, 0, 0]));
+    await socksReply(conn, code);
   }
 
   async #serve(client: Deno.Conn): Promise<void> {
     this.#track(client);
     let upstream: Deno.Conn | undefined;
     try {
-      const reader = new ExactReader(client);
-      const [version, methodCount] = await reader.take(2);
-      const methods = await reader.take(methodCount);
-      if (version !== 0x05 || !methods.includes(0x00)) {
-        await client.write(new Uint8Array([0x05, 0xff]));
-        return;
-      }
-      await client.write(new Uint8Array([0x05, 0x00]));
-      const [, command, , addressType] = await reader.take(4);
-      let host: string;
-      if (addressType === 0x01) host = [...await reader.take(4)].join(".");
-      else if (addressType === 0x04) host = formatIPv6(await reader.take(16));
-      else if (addressType === 0x03) {
-        const [length] = await reader.take(1);
-        host = new TextDecoder().decode(await reader.take(length));
-      } else return await this.#reply(client, REPLY.addressNotSupported);
-      const portBytes = await reader.take(2);
-      const port = (portBytes[0] << 8) | portBytes[1];
-      if (command !== 0x01) return await this.#reply(client, REPLY.commandNotSupported);
+      const reader = new ConnReader(client);
+      const target = await readSocksRequest(reader, client);
+      if (!target) return;
+      const { host, port } = target;
 
       // Host and port first (no lookup for a name the rules refuse), then every address.
       let refusal = this.#guard.checkConnection(host, port, []);

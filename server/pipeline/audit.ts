@@ -24,6 +24,12 @@ export interface AuditEntry {
   status: number;
   /** Machine code of a refusal or failure. */
   code: string | null;
+  /** An egress connection (`endpoint` `egress`): the host asked for. */
+  host?: string;
+  /** An egress connection: the port asked for. */
+  port?: number;
+  /** An egress connection: the network rule that decided (see `server/egress/rules.ts`). */
+  rule?: string;
 }
 
 /** Where audit lines go. */

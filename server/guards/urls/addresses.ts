@@ -113,6 +113,21 @@ function inPrefix(bytes: Uint8Array, prefix: readonly number[], bits: number): b
   return true;
 }
 
+/**
+ * Whether `address` lies in the network `prefix`/`bits` (both IPv4 or both IPv6).
+ *
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { inNetwork, parseIp } from "./addresses.ts";
+ * assert.equal(inNetwork(parseIp("10.1.2.3")!, parseIp("10.0.0.0")!, 8), true);
+ * assert.equal(inNetwork(parseIp("11.1.2.3")!, parseIp("10.0.0.0")!, 8), false);
+ * ```
+ */
+export function inNetwork(address: Uint8Array, prefix: Uint8Array, bits: number): boolean {
+  return address.length === prefix.length && inPrefix(address, [...prefix], bits);
+}
+
 type Rule = readonly [prefix: readonly number[], bits: number, range: AddressRange];
 
 const IPV4_RULES: readonly Rule[] = [

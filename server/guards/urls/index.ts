@@ -34,8 +34,8 @@ import {
   type UrlPattern,
 } from "./patterns.ts";
 
-export { addressRange, parseIp } from "./addresses.ts";
-export { parseUrlPattern, parseUrlPatterns } from "./patterns.ts";
+export { addressRange, inNetwork, parseIp } from "./addresses.ts";
+export { canonicalHost, matchHost, parseUrlPattern, parseUrlPatterns } from "./patterns.ts";
 
 /** A refusal of the URL guard. */
 export interface UrlRefusal {
@@ -192,7 +192,7 @@ export class UrlGuard {
 }
 
 /** `localhost` and its subdomains are loopback whatever DNS says (as in Chromium). */
-function loopbackName(hostname: string): "loopback" | null {
+export function loopbackName(hostname: string): "loopback" | null {
   const h = hostname.toLowerCase().replace(/\.$/, "");
   return h === "localhost" || h.endsWith(".localhost") ? "loopback" : null;
 }
