@@ -6,7 +6,7 @@
  * @module
  */
 
-import { concatBytes } from "../bytes.ts";
+import { concatBytes } from "../../shared/bytes.ts";
 
 /** What a {@linkcode ConnReader} reads from: a connection. */
 export interface ByteSource {
