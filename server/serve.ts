@@ -15,10 +15,11 @@ import { CommandRegistry } from "./commands/registry.ts";
 import { ConnectionGuard } from "./connection_guard.ts";
 import { HANDLERS } from "./handlers/mod.ts";
 import { type AuditSink, jsonLinesSink } from "./pipeline/audit.ts";
-import { procAccess } from "./confine/confinement.ts";
+import { confinements, procAccess } from "./confine/confinement.ts";
 import { compilePolicy } from "./policy/compile.ts";
 import { loadPolicyFile } from "./policy/load.ts";
 import type { PolicyFile } from "./policy/schema.ts";
+import type { EndpointId } from "./endpoints.ts";
 import { ServerState } from "./state.ts";
 import { generateToken } from "./token.ts";
 
@@ -98,6 +99,14 @@ function listen(
   const server = Deno.serve({ hostname, port, signal, onListen: () => ready.resolve() }, handler);
   return ready.promise.then(() => server);
 }
+
+/** Endpoints that start processes as the caller: their confinement is prepared at start. */
+const PROCESS_ENDPOINTS: readonly EndpointId[] = [
+  "shell",
+  "process_start",
+  "pty_create",
+  "run_code",
+];
 
 /** How long to wait before listening again after the accept loop failed. */
 const RELISTEN_AFTER_MS = 250;
@@ -265,6 +274,12 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
   };
   // Listening: automations due (or missed while stopped) may now fire.
   agents?.automations.start(state);
+  // The default identity's confinement is made now, on its own thread, while the caller is still
+  // on its way: its one-time set-up (65,534 Landlock port rules and their merge into a domain,
+  // ~0.1 s; see docs/security.md) would otherwise be the first command's wait.
+  if (PROCESS_ENDPOINTS.some((id) => policy.endpoints.get(id)?.enabled)) {
+    confinements(state).spawner("default");
+  }
   let closing: Promise<void> | undefined;
   return {
     url: state.addresses.url,
