@@ -37,11 +37,11 @@ import {
   type ConfinementPlan,
   denoBinaryDir,
   planRules,
-  PROGRAM_DIRS,
   type Withheld,
   WRITE,
 } from "./rules.ts";
 import { Spawner } from "./spawner.ts";
+import { PROGRAM_DIRS } from "../guards/commands/program_dirs.ts";
 
 /** What a confined process is for. */
 export type ConfinementKind = "process" | "git" | "system";

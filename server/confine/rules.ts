@@ -14,6 +14,7 @@
 import { dirname, join } from "node:path";
 import { exists, head as fileHead, listNames, pathKind } from "./fs_probe.ts";
 import { FS, type PathRule } from "./landlock.ts";
+import { PROGRAM_DIRS } from "../guards/commands/program_dirs.ts";
 
 /** Read a file or list a directory. */
 export const READ = FS.READ_FILE | FS.READ_DIR;
@@ -57,15 +58,6 @@ const PUBLIC_ETC = [
   "/etc/ssl/openssl.cnf",
   "/etc/ssh/ssh_config",
   "/etc/ssh/ssh_config.d",
-];
-/** Directories programs are looked up in (the command guard's list). */
-export const PROGRAM_DIRS: readonly string[] = [
-  "/usr/local/sbin",
-  "/usr/local/bin",
-  "/usr/sbin",
-  "/usr/bin",
-  "/sbin",
-  "/bin",
 ];
 const SHELLS = ["/bin/bash", "/bin/sh", "/usr/bin/bash", "/usr/bin/sh"];
 const LOADERS = [

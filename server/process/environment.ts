@@ -13,6 +13,7 @@
  */
 
 import { tokensEqual } from "../../shared/tokens_equal.ts";
+import { PROGRAM_PATH } from "../guards/commands/program_dirs.ts";
 import type { CompiledPolicy } from "../policy/compile.ts";
 import type { ServerState, Service } from "../state.ts";
 import { nameMatches, SERVER_RESERVED_VARIABLES } from "../guards/env/index.ts";
@@ -91,7 +92,7 @@ export class EnvironmentStore implements Service {
 }
 
 /** Where the server looks for its own helper programs: system directories only. */
-export const SERVER_TOOL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+export const SERVER_TOOL_PATH: string = PROGRAM_PATH;
 
 /**
  * The server's environment store (one per server).

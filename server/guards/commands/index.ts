@@ -21,6 +21,7 @@ import type { CompiledPolicy } from "../../policy/compile.ts";
 import { nameMatches, SHELL_CONTROL_VARIABLES } from "../env/index.ts";
 import { ShellSyntaxError, type Word } from "./lexer.ts";
 import { parseScript } from "./parse.ts";
+import { PROGRAM_DIRS } from "./program_dirs.ts";
 import { FIND_EXEC_ACTIONS, WRAPPERS } from "./wrappers.ts";
 
 /** The rules the guard applies. */
@@ -89,16 +90,6 @@ const UNVERIFIABLE_BUILTINS = new Set([
 const ASSIGNING_BUILTINS = new Set(["read", "mapfile", "readarray", "getopts", "printf"]);
 const DECLARING_BUILTINS = new Set(["export", "declare", "typeset", "local", "readonly"]);
 
-/** Directories where a name entry of `allow_commands` also admits `dir/name`. */
-const STANDARD_DIRS = [
-  "/usr/local/sbin",
-  "/usr/local/bin",
-  "/usr/sbin",
-  "/usr/bin",
-  "/sbin",
-  "/bin",
-];
-
 /** Nesting deeper than this (`bash -c "bash -c '…'"`…) is refused rather than followed. */
 const MAX_DEPTH = 8;
 
@@ -117,7 +108,7 @@ function denyMatches(program: string, entry: string): boolean {
 function allowMatches(program: string, entry: string): boolean {
   if (entry.includes("/")) return program === entry;
   if (!program.includes("/")) return program === entry;
-  return STANDARD_DIRS.some((d) => program === `${d}/${entry}`);
+  return PROGRAM_DIRS.some((d) => program === `${d}/${entry}`);
 }
 
 const ASSIGNMENT = /^([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?\+?=/;
