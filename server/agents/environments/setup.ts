@@ -8,8 +8,7 @@
  * @module
  */
 
-import { runToEnd } from "../../handlers/process/shell.ts";
-import { guardCwd, guardedEnvironment } from "../../handlers/process/request.ts";
+import { guardCwd, guardedEnvironment, runToEnd } from "../../process/start.ts";
 import { shell } from "../../process/spawn.ts";
 import type { ServerState } from "../../state.ts";
 import { hostPath } from "./workspace.ts";

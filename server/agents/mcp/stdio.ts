@@ -10,7 +10,7 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ApiError } from "../../errors.ts";
 import { commandRules, guardArgv } from "../../guards/commands/index.ts";
-import { guardCwd, guardedEnvironment, spawnFailure } from "../../handlers/process/request.ts";
+import { guardCwd, guardedEnvironment, spawnFailure } from "../../process/start.ts";
 import { missingScope } from "../../policy/scopes.ts";
 import type { SpawnRequest } from "../../process/spawn.ts";
 import { hostPath } from "../environments/workspace.ts";

@@ -21,7 +21,7 @@ import { commandRules, guardShellCommand } from "../../guards/commands/index.ts"
 import { envRules, guardEnv } from "../../guards/env/index.ts";
 import type { ServerState } from "../../state.ts";
 import { readBody } from "../../request.ts";
-import { guardCwd, guardedEnvironment } from "../process/request.ts";
+import { guardCwd, guardedEnvironment } from "../../process/start.ts";
 import type { EndpointHandler } from "../types.ts";
 
 /** What `action` can ask for; `run` is the default. */

@@ -13,8 +13,8 @@ import { type ProcessEntry, processTable } from "../../process/table.ts";
 import type { ServerEnv } from "../../state.ts";
 import type { EndpointHandler } from "../types.ts";
 import { queryBool, querySeconds, readBody } from "../../request.ts";
-import { spawnFailure, spawnRequest, StartBody } from "./request.ts";
-import { exitFields } from "./shell.ts";
+import { exitFields, spawnFailure, spawnRequest } from "../../process/start.ts";
+import { StartBody } from "./schemas.ts";
 
 /** The ProcessInfo object. */
 export function processInfo(e: ProcessEntry) {

@@ -5,70 +5,14 @@
  * @module
  */
 
-import { TailBuffer } from "../../../shared/tail_buffer.ts";
-import type { ExitInfo, SpawnRequest } from "../../process/spawn.ts";
-import { type ProcessEntry, processTable } from "../../process/table.ts";
-import type { ServerState } from "../../state.ts";
+import { exitFields, runToEnd, spawnRequest, spawnShell } from "../../process/start.ts";
+import type { ProcessEntry } from "../../process/table.ts";
 import type { EndpointHandler } from "../types.ts";
 import { readBody } from "../../request.ts";
-import { DEFAULT_MAX_OUTPUT, ShellBody, spawnFailure, spawnRequest } from "./request.ts";
+import { DEFAULT_MAX_OUTPUT, ShellBody } from "./schemas.ts";
 
 /** Default timeout of `shell` and `shell_stream`, in seconds (the SDK's `commands.run`). */
 const DEFAULT_TIMEOUT = 60;
-
-/** Spawn a shell-kind entry, or throw the contract's refusal. */
-export function spawnShell(
-  state: ServerState,
-  identity: string,
-  request: SpawnRequest,
-  onChunk: (type: "stdout" | "stderr", bytes: Uint8Array) => void,
-): ProcessEntry {
-  try {
-    return processTable(state).spawn(request, { identity, kind: "shell", onChunk });
-  } catch (e) {
-    throw spawnFailure(e, request);
-  }
-}
-
-/** The fields of a finished run, as the wire names them. */
-export function exitFields(exit: ExitInfo) {
-  return {
-    exit_code: exit.exitCode,
-    execution_time: exit.executionTime,
-    timed_out: exit.timedOut,
-    signal: exit.signal,
-  };
-}
-
-/**
- * Run a request to the end, keeping the last `max` bytes of each stream; kills the group if
- * `signal` aborts first.
- */
-export async function runToEnd(
-  state: ServerState,
-  identity: string,
-  request: SpawnRequest,
-  max: number,
-  signal: AbortSignal,
-) {
-  const out = { stdout: new TailBuffer(max), stderr: new TailBuffer(max) };
-  const entry = spawnShell(state, identity, request, (type, bytes) => out[type].push(bytes));
-  const abort = () => entry.process.kill("SIGKILL");
-  signal.addEventListener("abort", abort, { once: true });
-  try {
-    const exit = await entry.process.exited;
-    return {
-      pid: entry.process.pid,
-      stdout: out.stdout.text(),
-      stderr: out.stderr.text(),
-      ...exitFields(exit),
-      stdout_dropped: out.stdout.dropped,
-      stderr_dropped: out.stderr.dropped,
-    };
-  } finally {
-    signal.removeEventListener("abort", abort);
-  }
-}
 
 /** `POST /process/shell`. */
 export const shell: EndpointHandler = async (c) => {

@@ -13,7 +13,7 @@ import { ApiError } from "../../errors.ts";
 import { commandRules, decideArgv } from "../../guards/commands/index.ts";
 import { locateProgram } from "../../process/locate_program.ts";
 import type { ServerState } from "../../state.ts";
-import { guardedEnvironment } from "../process/request.ts";
+import { guardedEnvironment } from "../../process/start.ts";
 
 /** The terminal type announced to programs unless the request's `env` says otherwise. */
 const DEFAULT_TERM = "xterm-256color";

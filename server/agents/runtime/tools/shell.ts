@@ -15,8 +15,7 @@
 
 import { ApiError } from "../../../errors.ts";
 import { commandRules, guardArgv, guardShellCommand } from "../../../guards/commands/index.ts";
-import { guardCwd, guardedEnvironment } from "../../../handlers/process/request.ts";
-import { spawnShell } from "../../../handlers/process/shell.ts";
+import { guardCwd, guardedEnvironment, spawnShell } from "../../../process/start.ts";
 import { TailBuffer } from "../../../../shared/tail_buffer.ts";
 import { shell as shellPath } from "../../../process/spawn.ts";
 import { newId } from "../../ids.ts";
