@@ -184,6 +184,20 @@ function isLiteralPath(p: string): boolean {
   return p.startsWith("/") && !/[*?[\]{}]/.test(p);
 }
 
+/** The system trees a `noexec` mount must never cover (programs and libraries live there). */
+const EXECUTABLE_TREES = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt"];
+
+/**
+ * The writable trees of a plan that are mounted `noexec` for its children: under
+ * `allow_commands` (an `exec` list), `paths.allow` and the scratch directory, less any tree that
+ * holds the system's programs (an allowed `/` would otherwise stop every program).
+ */
+export function noexecTrees(plan: ConfinementPlan): string[] {
+  if (plan.exec === null) return [];
+  const trees = [...plan.readWrite, ...(plan.scratch ? [plan.scratch] : [])];
+  return trees.filter((t) => !EXECUTABLE_TREES.some((sys) => isInsideTree(sys, t)));
+}
+
 /** The per-server set of confined spawners. */
 export class Confinements implements Service {
   readonly #state: ServerState;
@@ -229,9 +243,11 @@ export class Confinements implements Service {
     const key = `${kind}\0${identity}`;
     let s = this.#spawners.get(key);
     if (!s) {
+      const plan = this.plan(identity, kind);
       s = new Spawner(
-        planRules(this.plan(identity, kind)),
+        planRules(plan),
         this.#closedPorts(kind === "process" ? identity : null),
+        kind === "process" ? noexecTrees(plan) : [],
       );
       this.#spawners.set(key, s);
     }

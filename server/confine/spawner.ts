@@ -54,11 +54,19 @@ export class Spawner {
   #failure: string | null = null;
   #closed = false;
 
+  /** Why the writable trees are not `noexec` for this thread's children, or null. */
+  noexecFailure: string | null = null;
+
   /**
    * Start the worker and have it restrict itself to `rules`, with TCP `connect` to
-   * `closedPorts` refused.
+   * `closedPorts` refused, after mounting the trees of `noexec` noexec in a mount namespace of
+   * its own (see `noexec.ts`).
    */
-  constructor(rules: readonly PathRule[], closedPorts: readonly number[] = []) {
+  constructor(
+    rules: readonly PathRule[],
+    closedPorts: readonly number[] = [],
+    noexec: readonly string[] = [],
+  ) {
     this.#worker = new Worker(new URL("./spawner_worker.ts", import.meta.url), {
       type: "module",
       name: "sandbar-spawner",
@@ -66,7 +74,15 @@ export class Spawner {
     const ready = Promise.withResolvers<void>();
     this.ready = ready.promise;
     this.ready.catch(() => {});
-    this.#worker.onmessage = (e: MessageEvent<{ error: string | null }>) => {
+    this.#worker.onmessage = (
+      e: MessageEvent<{ error: string | null; noexecFailure: string | null }>,
+    ) => {
+      this.noexecFailure = e.data.noexecFailure ?? null;
+      if (this.noexecFailure) {
+        console.error(
+          `sandbar: writable paths stay executable for children: ${this.noexecFailure}`,
+        );
+      }
       if (e.data.error === null) ready.resolve();
       else {
         this.#failure = e.data.error;
@@ -79,7 +95,7 @@ export class Spawner {
       Atomics.store(this.#state, READY_SLOT, -1);
       ready.reject(new Error(`confinement failed: ${e.message}`));
     };
-    this.#worker.postMessage({ shared: this.#shared, rules, closedPorts });
+    this.#worker.postMessage({ shared: this.#shared, rules, closedPorts, noexec });
   }
 
   /**

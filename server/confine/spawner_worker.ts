@@ -10,6 +10,7 @@
  */
 
 import { type PathRule, restrictThisThread } from "./landlock.ts";
+import { mountNoexec } from "./noexec.ts";
 
 const IDLE = 0;
 const REQUEST = 1;
@@ -34,6 +35,7 @@ interface Init {
   shared: SharedArrayBuffer;
   rules: PathRule[];
   closedPorts: number[];
+  noexec: string[];
 }
 
 function serve(shared: SharedArrayBuffer): void {
@@ -56,10 +58,13 @@ function serve(shared: SharedArrayBuffer): void {
 }
 
 scope.onmessage = (event: MessageEvent<Init>) => {
-  const { shared, rules, closedPorts } = event.data;
+  const { shared, rules, closedPorts, noexec } = event.data;
   const state = new Int32Array(shared);
   let message: string | null = null;
+  let noexecFailure: string | null = null;
   try {
+    // Mounts first: Landlock forbids them once in force.
+    noexecFailure = mountNoexec(noexec);
     restrictThisThread(rules, closedPorts);
     Atomics.store(state, 14, 1);
   } catch (e) {
@@ -67,6 +72,6 @@ scope.onmessage = (event: MessageEvent<Init>) => {
     Atomics.store(state, 14, -1);
   }
   Atomics.notify(state, 14);
-  scope.postMessage({ error: message });
+  scope.postMessage({ error: message, noexecFailure });
   if (message === null) serve(shared);
 };

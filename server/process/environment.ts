@@ -16,7 +16,7 @@ import { tokensEqual } from "../../shared/tokens_equal.ts";
 import { PROGRAM_PATH } from "../guards/commands/program_dirs.ts";
 import type { CompiledPolicy } from "../policy/compile.ts";
 import type { ServerState, Service } from "../state.ts";
-import { nameMatches, SERVER_RESERVED_VARIABLES } from "../guards/env/index.ts";
+import { LOADER_VARIABLES, nameMatches, SERVER_RESERVED_VARIABLES } from "../guards/env/index.ts";
 
 /** Shortest value that can be a token (the policy refuses shorter ones). */
 const MIN_TOKEN_LENGTH = 16;
@@ -36,6 +36,9 @@ export class EnvironmentStore implements Service {
     for (const identity of policy.source.identities ?? []) {
       if (identity.token_env) this.#reserved.push(identity.token_env);
     }
+    // Under an allow list no process starts with a loader variable (`LD_PRELOAD`…): an allowed
+    // program would otherwise map a library of someone else's choosing.
+    if (policy.allowCommands !== undefined) this.#reserved.push(...LOADER_VARIABLES);
     const upstreamKey = policy.source.agents?.upstream?.api_key_env;
     if (upstreamKey) this.#reserved.push(upstreamKey);
     const tokens = policy.identities.map((i) => i.token);

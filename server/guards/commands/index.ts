@@ -18,7 +18,7 @@
 
 import { ApiError } from "../../errors.ts";
 import type { CompiledPolicy } from "../../policy/compile.ts";
-import { nameMatches, SHELL_CONTROL_VARIABLES } from "../env/index.ts";
+import { LOADER_VARIABLES, nameMatches, SHELL_CONTROL_VARIABLES } from "../env/index.ts";
 import { ShellSyntaxError, type Word } from "./lexer.ts";
 import { parseScript } from "./parse.ts";
 import { PROGRAM_DIRS } from "./program_dirs.ts";
@@ -39,7 +39,7 @@ export function commandRules(policy: CompiledPolicy): CommandRules {
   return {
     allow: policy.allowCommands,
     deny: policy.denyCommands,
-    denyAssign: [...policy.env.deny, ...SHELL_CONTROL_VARIABLES],
+    denyAssign: [...policy.env.deny, ...SHELL_CONTROL_VARIABLES, ...LOADER_VARIABLES],
   };
 }
 
@@ -89,6 +89,14 @@ const UNVERIFIABLE_BUILTINS = new Set([
 /** Builtins whose plain-name arguments are variables they assign. */
 const ASSIGNING_BUILTINS = new Set(["read", "mapfile", "readarray", "getopts", "printf"]);
 const DECLARING_BUILTINS = new Set(["export", "declare", "typeset", "local", "readonly"]);
+/** The declaring builtins whose `-n` makes a name reference (assignments then reach its target). */
+const NAMEREF_BUILTINS = new Set(["declare", "typeset", "local"]);
+/** Options of `read`, `mapfile` and `readarray` that take a value (not a variable name). */
+const VALUE_OPTIONS: Readonly<Record<string, string>> = {
+  read: "dinNptu",
+  mapfile: "dnOsuc",
+  readarray: "dnOsuc",
+};
 
 /** Nesting deeper than this (`bash -c "bash -c '…'"`…) is refused rather than followed. */
 const MAX_DEPTH = 8;
@@ -121,8 +129,102 @@ class Checker {
   }
 
   checkAssignName(name: string): void {
+    if (name.startsWith("!")) {
+      throw new Refusal(`assigning through the indirect name \${${name}} cannot be verified`);
+    }
     const hit = this.#rules.denyAssign.find((p) => nameMatches(name, p));
     if (hit !== undefined) throw new Refusal(`assigning ${name} is not allowed`);
+  }
+
+  /**
+   * `export`, `declare`, `typeset`, `local`, `readonly`: every name they set must be known now
+   * (`export "$N=…"`, `declare -x "$N"=…` name a variable only at run time), and no name
+   * reference (`declare -n L=LD_PRELOAD`, or `declare -n L; L=LD_PRELOAD`) is made, since an
+   * assignment to it reaches a name the string never spells.
+   */
+  checkDeclaring(name: string, args: Word[]): void {
+    let options = true;
+    for (const a of args) {
+      if (options && !a.dynamic && a.value === "--") {
+        options = false;
+        continue;
+      }
+      if (options && /^[-+]/.test(a.raw)) {
+        if (a.dynamic) throw new Refusal(`option ${a.raw} of ${name} is only known at run time`);
+        if (NAMEREF_BUILTINS.has(name) && a.value.includes("n")) {
+          throw new Refusal(`${name} ${a.value}: a name reference cannot be verified`);
+        }
+        continue;
+      }
+      options = false;
+      const literal = ASSIGNMENT.exec(a.raw);
+      if (literal) {
+        this.checkAssignName(literal[1]);
+        continue;
+      }
+      if (a.dynamic) throw new Refusal(`the name in ${a.raw} of ${name} is only known at run time`);
+      this.checkAssignName(ASSIGNMENT.exec(a.value)?.[1] ?? a.value.replace(/\[.*$/, ""));
+    }
+  }
+
+  /**
+   * `read`, `mapfile`, `readarray`, `getopts` and `printf -v` assign the variables they are
+   * given by name: each must be spelled in the string, never known only at run time
+   * (`printf -v "$N"`, `read "$N"`); `mapfile -C` runs a command string of its own.
+   */
+  checkAssigning(name: string, args: Word[]): void {
+    const named = (w: Word | undefined, what: string) => {
+      if (w === undefined) return;
+      if (w.dynamic) throw new Refusal(`${what} ${w.raw} of ${name} is only known at run time`);
+      this.checkAssignName(w.value.replace(/\[.*$/, ""));
+    };
+    if (name === "printf") {
+      for (let k = 0; k < args.length; k++) {
+        const a = args[k];
+        if (a.dynamic && /^["']?-/.test(a.raw)) {
+          throw new Refusal(`option ${a.raw} of printf is only known at run time`);
+        }
+        if (a.dynamic || !a.value.startsWith("-") || a.value === "--") break;
+        if (a.value === "-v") named(args[++k], "the variable");
+        else if (a.value.startsWith("-v")) this.checkAssignName(a.value.slice(2));
+      }
+      return;
+    }
+    if (name === "getopts") {
+      named(args[1], "the variable");
+      return;
+    }
+    const takesValue = VALUE_OPTIONS[name] ?? "";
+    let options = true;
+    for (let k = 0; k < args.length; k++) {
+      const a = args[k];
+      if (options && !a.dynamic && a.value === "--") {
+        options = false;
+        continue;
+      }
+      if (options && /^["']?-/.test(a.raw)) {
+        if (a.dynamic) throw new Refusal(`option ${a.raw} of ${name} is only known at run time`);
+        const flags = a.value.slice(1);
+        for (let f = 0; f < flags.length; f++) {
+          const flag = flags[f];
+          if (name !== "read" && flag === "C") {
+            throw new Refusal(`${name} -C runs a command of its own and cannot be verified`);
+          }
+          if (flag === "a") {
+            if (f + 1 < flags.length) this.checkAssignName(flags.slice(f + 1));
+            else named(args[++k], "the array");
+            break;
+          }
+          if (takesValue.includes(flag)) {
+            if (f + 1 === flags.length) k++;
+            break;
+          }
+        }
+        continue;
+      }
+      options = false;
+      named(a, "the variable");
+    }
   }
 
   checkScript(source: string, depth: number): void {
@@ -165,16 +267,10 @@ class Checker {
     } else if (name === "hash" && args.length > 0) {
       throw new Refusal("hash with arguments changes what commands run");
     } else if (DECLARING_BUILTINS.has(name)) {
-      for (const a of args) {
-        if (a.dynamic && !a.quoted && !ASSIGNMENT.test(a.raw)) {
-          throw new Refusal(`argument ${a.raw} of ${name} is only known at run time`);
-        }
-        const m = ASSIGNMENT.exec(a.value);
-        if (m) this.checkAssignName(m[1]);
-      }
+      this.checkDeclaring(name, args);
       return;
     } else if (ASSIGNING_BUILTINS.has(name)) {
-      for (const a of args) if (!a.dynamic) this.checkAssignName(a.value);
+      this.checkAssigning(name, args);
       return;
     } else if (name === "eval" || name === "trap") {
       const script = name === "eval" ? args : args.slice(0, 1);

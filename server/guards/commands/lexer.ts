@@ -372,6 +372,7 @@ function commandOrArithmetic(body: string): string[] {
 }
 
 const PARAM_ASSIGN = /^([A-Za-z_][A-Za-z0-9_]*):?=/;
+const INDIRECT_ASSIGN = /^!([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?:?=/;
 
 /** Read one word starting at `start`; returns it and the index just past it. */
 export function readWord(s: string, start: number): { word: Word; end: number } {
@@ -469,6 +470,9 @@ function readExpansion(s: string, i: number, nested: string[], assigns: string[]
     nested.push(...scanNested(body));
     const m = PARAM_ASSIGN.exec(body);
     if (m) assigns.push(m[1]);
+    // `${!N:=…}` assigns the variable whose name N holds: reported as `!N`, never verifiable.
+    const indirect = INDIRECT_ASSIGN.exec(body);
+    if (indirect) assigns.push(`!${indirect[1]}`);
     return end + 1;
   }
   let j = i + 2;

@@ -90,6 +90,15 @@ export const SHELL_CONTROL_VARIABLES: readonly string[] = [
   "EXECIGNORE",
 ];
 
+/**
+ * Variables that make the dynamic loader (or glibc's `iconv`) map a library chosen by their
+ * value: `LD_PRELOAD`, `LD_LIBRARY_PATH`, `LD_AUDIT` and the rest of `LD_*`, and `GCONV_PATH`.
+ * A command string may never assign one while command rules are in force, and under
+ * `allow_commands` they are removed from every process's environment: an allowed program would
+ * otherwise run code from a library of the caller's.
+ */
+export const LOADER_VARIABLES: readonly string[] = ["LD_*", "GCONV_PATH"];
+
 const patternCache = new Map<string, RegExp>();
 
 /**
