@@ -18,6 +18,8 @@
  */
 import { EngineFailure } from "./engine_failure.ts";
 import { errorLine, notificationLine, resultLine } from "./jsonrpc.ts";
+import { setLongTimeout } from "./long_timer.ts";
+import { parseRfc3339 } from "./rfc3339.ts";
 import {
   CoversResultSchema,
   DescriptionSchema,
@@ -170,9 +172,9 @@ export class EngineDispatcher {
     const controller = new AbortController();
     this.#running.set(id, controller);
     const deadline = request.budget.deadline;
-    const timer = deadline === undefined ? undefined : setTimeout(
+    const stopTimer = deadline === undefined ? undefined : setLongTimeout(
       () => controller.abort(new Error("the deadline passed")),
-      Math.max(0, Date.parse(deadline) - Date.now()),
+      (parseRfc3339(deadline) ?? 0) - Date.now(),
     );
     const progress = (p: Omit<Progress, "id">) => {
       if (this.#running.get(id) === controller) {
@@ -185,7 +187,7 @@ export class EngineDispatcher {
       const result = await this.#handlers.run(request, { id, signal: controller.signal, progress });
       return validated(ResultSchema, result, "result");
     })).finally(() => {
-      clearTimeout(timer);
+      stopTimer?.();
       this.#running.delete(id);
     });
   }

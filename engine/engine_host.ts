@@ -9,6 +9,7 @@ import { descriptionMismatches, SERVED_PROTOCOLS } from "./handshake.ts";
 import { EngineError } from "./errors.ts";
 import { type EngineEntry, engineEnv } from "./manifest.ts";
 import { describeEnd, EngineProcess } from "./engine_process.ts";
+import { parseRfc3339 } from "./rfc3339.ts";
 import { BudgetSchema, ModelSchema, QuestionSchema } from "./schema.ts";
 import type {
   Bound,
@@ -202,7 +203,7 @@ export class EngineHost implements AsyncDisposable {
     const checkedBudget = check(BudgetSchema, budget, "budget");
     if (!checkedBudget.ok) throw new EngineError("invalid", this.entry.name, checkedBudget.message);
     const bounds = (this.entry.bounds ?? []).map((name) => ({ name, limit: budget[name] ?? 0 }));
-    const deadline = budget.deadline === undefined ? undefined : Date.parse(budget.deadline);
+    const deadline = budget.deadline === undefined ? undefined : parseRfc3339(budget.deadline);
     if (deadline !== undefined && deadline <= Date.now()) {
       throw new EngineError(
         "deadline",

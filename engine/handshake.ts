@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { satisfies, valid } from "semver";
 import type { EngineEntry } from "./manifest.ts";
 import type { Description } from "./types.ts";
 
@@ -22,6 +23,8 @@ export const SERVED_PROTOCOLS: readonly number[] = [1];
 
 /**
  * Every way `description` differs from `entry`, one message per field; empty when they match.
+ * The name must be the entry's `describedName` (by default its key), and the version must
+ * satisfy the entry's `version` range when it gives one.
  *
  * @example
  * ```ts
@@ -40,6 +43,15 @@ export const SERVED_PROTOCOLS: readonly number[] = [1];
  */
 export function descriptionMismatches(entry: EngineEntry, description: Description): string[] {
   const problems: string[] = [];
+  const wantedName = entry.describedName ?? entry.name;
+  if (description.name !== wantedName) {
+    problems.push(`name: the manifest says ${wantedName}, the engine says ${description.name}`);
+  }
+  if (entry.version !== undefined && !versionAccepted(entry.version, description.version)) {
+    problems.push(
+      `version: the manifest accepts ${entry.version}, the engine says ${description.version}`,
+    );
+  }
   if (!SERVED_PROTOCOLS.includes(description.protocol)) {
     problems.push(
       `protocol: the engine speaks ${description.protocol}, the host serves ${
@@ -80,4 +92,10 @@ export function descriptionMismatches(entry: EngineEntry, description: Descripti
     }
   }
   return problems;
+}
+
+/** Whether `version` is in `range`; a version that is not semver passes only an equal string. */
+function versionAccepted(range: string, version: string): boolean {
+  if (range === version) return true;
+  return valid(version) !== null && satisfies(version, range);
 }

@@ -6,6 +6,9 @@
  * {
  *   "engines": {
  *     "explorer": {
+ *       // the Description's name and version must match; the name defaults to the key
+ *       "name": "explorer",
+ *       "version": "^0.1.0",         // a semver range; an exact version matches only itself
  *       // argv, no shell; a first element "deno" means the Deno running the host
  *       "command": ["deno", "run", "explorer.ts"],
  *       "cwd": ".",                  // relative to the manifest's directory (the default)
@@ -31,6 +34,7 @@
  */
 import { parse, type ParseError, printParseErrorCode } from "jsonc-parser";
 import { dirname, resolve } from "node:path";
+import { validRange } from "semver";
 import { z } from "zod";
 import { EngineError } from "./errors.ts";
 import {
@@ -50,8 +54,15 @@ import type { Description } from "./types.ts";
  * `observed`).
  */
 export interface EngineEntry extends Omit<Description, "name" | "version"> {
-  /** The engine's name in the manifest. */
+  /** The engine's name in the manifest (its key). */
   name: string;
+  /** The name its Description must give; absent means {@linkcode EngineEntry.name}. */
+  describedName?: string;
+  /**
+   * The versions its Description may give: a semver range (`^1.2.0`, `>=1 <3`; an exact version
+   * matches only itself). Absent accepts any version.
+   */
+  version?: string;
   /** Program and arguments; no shell is involved. */
   command: string[];
   /** Working directory, absolute. */
@@ -94,6 +105,10 @@ const PASSED_ENV = [
 ];
 
 const entrySchema = z.strictObject({
+  name: z.string().min(1).optional(),
+  version: z.string().min(1).refine((range) => validRange(range) !== null, {
+    message: "expected a semver version or range, like 1.2.0, ^1.2.0 or >=1 <3",
+  }).optional(),
   command: z.array(z.string().min(1)).min(1),
   cwd: z.string().optional(),
   env: z.record(z.string(), z.string()).optional(),
@@ -150,9 +165,11 @@ export function parseManifest(text: string, baseDir: string, source = "manifest"
   const engines: Record<string, EngineEntry> = {};
   for (const [name, entry] of Object.entries(parsed.data.engines)) {
     const [program, ...args] = entry.command;
+    const { name: describedName, ...rest } = entry;
     engines[name] = {
-      ...entry,
+      ...rest,
       name,
+      ...(describedName === undefined ? {} : { describedName }),
       // Deno on a fresh machine may be nowhere on PATH (npx), so "deno" means this Deno.
       command: [program === "deno" ? Deno.execPath() : program, ...args],
       cwd: resolve(baseDir, entry.cwd ?? "."),

@@ -39,6 +39,7 @@ export {
   parseSchedule,
   type Step,
 } from "./replay.ts";
+export { parseRfc3339 } from "./rfc3339.ts";
 export { serveEngine, type ServeOptions } from "./serve_engine.ts";
 export type { EngineHandlers, RunContext, RunRequest } from "./dispatcher.ts";
 export { BudgetExhausted, EngineFailure } from "./engine_failure.ts";

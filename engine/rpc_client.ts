@@ -17,6 +17,7 @@
  * @module
  */
 import { EngineError } from "./errors.ts";
+import { type ClearLongTimeout, setLongTimeout } from "./long_timer.ts";
 import { notificationLine, requestLine } from "./jsonrpc.ts";
 import type { LineSink } from "./line_reader.ts";
 import { EngineResponseSchema, ProgressNotificationSchema, RESULT_SCHEMAS } from "./schema.ts";
@@ -59,7 +60,8 @@ interface Pending {
   state: "queued" | "sent" | "cancelled";
   settle: PromiseWithResolvers<unknown>;
   options: RequestOptions;
-  timers: ReturnType<typeof setTimeout>[];
+  /** Stops each of the entry's timers. */
+  timers: ClearLongTimeout[];
   /** When the request times out unless the engine says something about it (epoch ms). */
   idleAt?: number;
   unlisten?: () => void;
@@ -133,7 +135,7 @@ export class RpcClient {
     }
     if (options.deadline !== undefined) {
       const ms = Math.max(0, options.deadline - Date.now());
-      entry.timers.push(setTimeout(() => {
+      entry.timers.push(setLongTimeout(() => {
         this.#expire(entry, this.#error("deadline", `${method} request ${id} passed its deadline`));
       }, ms));
     }
@@ -224,11 +226,11 @@ export class RpcClient {
     }
     entry.state = "cancelled";
     this.options.send(notificationLine("cancel", { id: entry.id }));
-    entry.timers.push(setTimeout(() => this.options.onUnresponsive(), this.options.graceMs));
+    entry.timers.push(setLongTimeout(() => this.options.onUnresponsive(), this.options.graceMs));
   }
 
   #clear(entry: Pending): void {
-    for (const timer of entry.timers) clearTimeout(timer);
+    for (const stop of entry.timers) stop();
     entry.timers = [];
     entry.idleAt = undefined;
     entry.unlisten?.();

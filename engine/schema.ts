@@ -7,6 +7,7 @@
  * @module
  */
 import { z } from "zod";
+import { parseRfc3339 } from "./rfc3339.ts";
 import {
   BOUND_NAMES,
   CLAIMS,
@@ -115,7 +116,9 @@ export const BoundSchema: z.ZodType<Bound> = z.strictObject({
 });
 
 export const BudgetSchema: z.ZodType<Budget> = z.strictObject({
-  deadline: z.iso.datetime({ offset: true }).optional(),
+  deadline: z.string().refine((text) => parseRfc3339(text) !== undefined, {
+    message: "expected an RFC 3339 date-time with an offset",
+  }).optional(),
   depth: count.optional(),
   steps: count.optional(),
   runs: count.optional(),

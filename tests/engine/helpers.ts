@@ -35,6 +35,7 @@ export async function packageImportMap(dir: string): Promise<string> {
 export function rogue(mode: string, overrides: Partial<EngineEntry> = {}): EngineEntry {
   return {
     name: `rogue-${mode}`,
+    describedName: "rogue",
     command: [Deno.execPath(), "run", "--quiet", "--no-prompt", "rogue.ts", mode],
     cwd: fixtures,
     env: {},

@@ -190,3 +190,22 @@ Deno.test("a run that hears nothing for the idle time fails with timeout", async
   await host.close();
   assert.equal(alive(host.pid), false);
 });
+
+Deno.test("an engine whose Description names another engine or version is refused", async () => {
+  const named = await rejection(EngineHost.start(rogue("good", { describedName: "bar" }), fast));
+  assert.equal(named.code, "refused");
+  assert.match(named.message, /name: the manifest says bar, the engine says rogue/);
+  const keyed = await rejection(
+    EngineHost.start(rogue("good", { describedName: undefined }), fast),
+  );
+  assert.match(keyed.message, /name: the manifest says rogue-good, the engine says rogue/);
+  const versioned = await rejection(EngineHost.start(rogue("good", { version: "^2.0.0" }), fast));
+  assert.match(
+    versioned.message,
+    /version: the manifest accepts \^2\.0\.0, the engine says 1\.0\.0/,
+  );
+  for (const version of ["1.0.0", "^1.0.0", ">=0.9 <2"]) {
+    await using host = await EngineHost.start(rogue("good", { version }), fast);
+    assert.equal(host.description.version, "1.0.0");
+  }
+});

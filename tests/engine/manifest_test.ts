@@ -46,3 +46,16 @@ Deno.test("manifest errors name the path and the position", () => {
     (e: EngineError) => /line 2, column 15/.test(e.message),
   );
 });
+
+Deno.test("an entry may name the engine and the versions it accepts; a bad range is refused", () => {
+  const text = (extra: string) =>
+    `{"engines":{"a":{"command":["x"],"protocol":1,"answers":["holds"]${extra}}}}`;
+  const a = manifestEntry(parseManifest(text(`,"name":"explorer","version":"^1.2.0"`), "/"), "a");
+  assert.equal(a.name, "a");
+  assert.equal(a.describedName, "explorer");
+  assert.equal(a.version, "^1.2.0");
+  assert.throws(
+    () => parseManifest(text(`,"version":"newest"`), "/"),
+    (e: EngineError) => /engines\.a\.version: expected a semver version or range/.test(e.message),
+  );
+});

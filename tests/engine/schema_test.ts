@@ -55,6 +55,15 @@ Deno.test("integer minimums and RFC 3339 deadlines in run params", () => {
     true,
   );
   assert.equal(check(HostMessageSchema, run({ deadline: "2030-01-01" }), "m").ok, false);
+  // RFC 3339 5.6: either case of T and Z, and a leap second.
+  for (
+    const deadline of ["2030-01-01t00:00:00z", "2016-12-31T23:59:60Z", "2030-01-01T00:00:00.5z"]
+  ) {
+    assert.equal(check(HostMessageSchema, run({ deadline }), "m").ok, true, deadline);
+  }
+  for (const deadline of ["2030-02-30T00:00:00Z", "2030-01-01T00:00:61Z", "2030-01-01 00:00:00Z"]) {
+    assert.equal(check(HostMessageSchema, run({ deadline }), "m").ok, false, deadline);
+  }
   assert.equal(check(HostMessageSchema, run({ depth: -1 }), "m").ok, false);
   assert.equal(check(HostMessageSchema, run({ depth: 1.5 }), "m").ok, false);
   assert.equal(check(HostMessageSchema, run({}, [{ name: "depth", limit: 3 }]), "m").ok, true);

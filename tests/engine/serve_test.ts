@@ -3,6 +3,7 @@ import { EngineError, EngineHost, type Question } from "../../engine/mod.ts";
 import { alive, fast, model, rogue } from "./helpers.ts";
 
 const served = rogue("served", {
+  describedName: "served",
   command: [Deno.execPath(), "run", "--quiet", "-A", "served.ts"],
   answers: ["holds", "satisfiable"],
   bounds: undefined,
@@ -101,4 +102,27 @@ Deno.test("a serveEngine engine reads a file on stdin too, answers each line and
   } finally {
     await Deno.remove(input);
   }
+});
+
+Deno.test("a deadline a year ahead, written with lowercase t and z and a leap second, lets the run go on", async () => {
+  // setTimeout overflows past 2^31-1 ms (24.8 days) and fires after 1 ms; both sides must wait.
+  await using host = await EngineHost.start(served, fast);
+  const year = new Date().getUTCFullYear() + 1;
+  const deadline = `${year}-06-30t23:59:60z`;
+  const controller = new AbortController();
+  const progressed = Promise.withResolvers<void>();
+  const running = host.run(ask("wait"), model, { deadline }, {
+    signal: controller.signal,
+    onProgress: () => progressed.resolve(),
+  });
+  let ended = "";
+  running.then(() => ended = "resolved", (error) => ended = String(error));
+  await Promise.race([progressed.promise, running.catch(() => {})]);
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.equal(ended, "", "the run ended long before its deadline");
+  controller.abort();
+  assert.match(await code(running), /^cancelled/);
+  await host.run(ask("fine"), model); // the engine's late answer has arrived by now
+  const late = host.diagnostics.find((d) => d.kind === "late");
+  assert.match(late?.line ?? "", /stopped: cancelled by the host/);
 });
