@@ -58,7 +58,15 @@ Deno.serve({
     return new Response(created, { headers });
   }
   if (path === "/store") {
-    await store.insertSoon("agent", newId("agent"), "", unixNow(), await req.text(), null);
+    await store.insertSoon(
+      "agent",
+      newId("agent"),
+      "",
+      unixNow(),
+      await req.text(),
+      null,
+      "default",
+    );
     return new Response(created, { headers });
   }
   return new Response("not found", { status: 404 });

@@ -12,6 +12,11 @@
  * very texts sandbar answered, to show what the list's answer size and a create's body read
  * cost with no sandbar code at all, and a bare insert with one commit per request.
  *
+ * The caller is a tenant (`bench`, with `agents:read` and `agents:write` but not `agents:admin`),
+ * and another tenant's 200 agents are in the table, newer than the caller's 20: the list answers
+ * the caller's own page, filtered by owner, and each create records its owner. Before tenants
+ * existed the same run listed the newest 20 of all 220 (the same page size).
+ *
  * Run: `deno run -A scripts/bench/agents_store.ts` (needs `wrk`: `apt-get install wrk`).
  *
  * @module
@@ -23,6 +28,8 @@ import { have, median, startPinned } from "./load.ts";
 const MAIN = fileURLToPath(new URL("../../server/main.ts", import.meta.url));
 const BARE = fileURLToPath(new URL("./agents_bare_server.ts", import.meta.url));
 const TOKEN = "bench-token-0123456789abcdef";
+/** Another tenant, whose agents share the table. */
+const OTHER_TOKEN = "other-token-0123456789abcdef";
 
 /** One wrk run: requests per second and non-2xx answers. */
 async function wrk(
@@ -51,7 +58,17 @@ export async function main(runs = 5, seconds = 3): Promise<{ list: number; creat
   const root = await Deno.makeTempDir({ prefix: "sandbar-bench-" });
   const dataDir = `${root}-data`;
   const policy = `${root}/policy.jsonc`;
-  await Deno.writeTextFile(policy, JSON.stringify({ audit: "deny", endpoints: { agents: true } }));
+  await Deno.writeTextFile(
+    policy,
+    JSON.stringify({
+      audit: "deny",
+      endpoints: { agents: true },
+      identities: [
+        { id: "bench", token: TOKEN, scopes: ["agents:read", "agents:write", "commands:read"] },
+        { id: "other", token: OTHER_TOKEN, scopes: ["agents:read", "agents:write"] },
+      ],
+    }),
+  );
   const post = `${root}/post.lua`;
   await Deno.writeTextFile(
     post,
@@ -92,6 +109,15 @@ export async function main(runs = 5, seconds = 3): Promise<{ list: number; creat
       });
       createdText = await res.text();
       if (!res.ok) throw new Error(`create answered ${res.status}: ${createdText}`);
+    }
+    for (let i = 0; i < 200; i++) {
+      const res = await fetch(`${server.url}/v1/agents`, {
+        method: "POST",
+        headers: { ...auth, authorization: `Bearer ${OTHER_TOKEN}` },
+        body: JSON.stringify({ model: "gpt-bench", name: `other-${i}` }),
+      });
+      const text = await res.text();
+      if (!res.ok) throw new Error(`other's create answered ${res.status}: ${text}`);
     }
     const pageText = await (await fetch(`${server.url}/v1/agents?limit=20`, { headers: auth }))
       .text();

@@ -69,7 +69,7 @@ export interface IdempotencySlot {
  * const slot = { identity: "", endpoint: "agents_create", key: "k", bodyHash: "h", now: 1 };
  * const answer = { status: 200, text: '{"id":"agent_1"}' };
  * await commitCreate(store, slot, answer, () => {
- *   store.insert("agent", "agent_1", "", 1, answer.text, null);
+ *   store.insert("agent", "agent_1", "", 1, answer.text, null, "default");
  * });
  * assert.equal(store.get("agent", "agent_1")?.id, "agent_1");
  * assert.equal(store.idempotent("", "agents_create", "k", 0)?.response, answer.text);

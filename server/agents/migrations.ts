@@ -55,6 +55,21 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX traces_by_session ON traces(session_id, seq);
   `,
+  // 3: tenants. Every object has an owner identity, recorded at creation (a child object takes
+  // its parent's). Rows made before belong to `default`, and so do the sessions and automations
+  // among them (their recorded owner, whose policy their tools run under, becomes `default`
+  // too, so the owner that may reach one is the one it runs as). An automation another identity
+  // had made is paused: it would otherwise start running under `default`'s policy unseen.
+  // Lists of one owner go by the second index.
+  `
+  ALTER TABLE objects ADD COLUMN owner TEXT NOT NULL DEFAULT 'default';
+  UPDATE objects SET body = json_set(body, '$.status', 'paused')
+    WHERE kind = 'automation' AND json_extract(body, '$.status') = 'active'
+      AND coalesce(json_extract(body, '$._internal.owner'), 'default') <> 'default';
+  UPDATE objects SET body = json_set(body, '$._internal.owner', 'default')
+    WHERE kind IN ('session', 'automation') AND json_extract(body, '$._internal.owner') IS NOT NULL;
+  CREATE INDEX objects_by_owner ON objects(kind, parent, owner, seq);
+  `,
 ];
 
 /** The schema version this sandbar writes. */

@@ -79,9 +79,10 @@ function afterSeqOf(
   parent: string,
   page: PageRequest,
   param: string,
+  owner: string | undefined,
 ): number | undefined {
   if (page.after === undefined) return undefined;
-  const seq = store.seqOf(kind, parent, page.after);
+  const seq = store.seqOf(kind, parent, page.after, owner);
   if (seq === undefined) {
     throw invalid(param, `Invalid '${param}': '${page.after}' is not an object of this list.`);
   }
@@ -132,18 +133,29 @@ export function listPageText(
  * A list that takes only `after`, `limit` and `order`, answered from the URL it was asked with:
  * a page asked again with the same query string is answered from the cache without even
  * decoding the query (a query that is refused is never kept, so it is refused every time).
+ * `owner` confines it to one owner's objects (undefined: every owner's).
  */
 export function plainListText(
   store: AgentStore,
   kind: string,
   parent: string,
   url: string,
+  owner: string | undefined,
 ): string {
   const q = url.indexOf("?");
   const search = q < 0 ? "" : url.slice(q);
-  return cachedPageText(store, `?${kind}|${parent}|${search}`, () => {
+  // The owner is JSON-quoted (or absent): no owner's key can be another's.
+  const key = `?${kind}|${parent}|${owner === undefined ? "*" : JSON.stringify(owner)}|${search}`;
+  return cachedPageText(store, key, () => {
     const page = pageRequest(parseQuery(new URL(url).search, PAGE_PARAMS));
-    return readPageText(store, kind, parent, page, undefined, "after");
+    return readPageText(
+      store,
+      kind,
+      parent,
+      page,
+      owner === undefined ? undefined : { owner },
+      "after",
+    );
   });
 }
 
@@ -156,9 +168,12 @@ function pageKey(
   param: string,
 ): string {
   const head = `${page.order}|${page.limit}|${param}|${kind}|${parent}|${page.after ?? ""}`;
-  if (!filter || (!filter.metadata && !filter.field && !filter.prefix)) return head;
+  if (!filter || (!filter.metadata && !filter.field && !filter.prefix && !filter.owner)) {
+    return head;
+  }
   return JSON.stringify([
     head,
+    filter.owner ?? null,
     filter.metadata ?? null,
     filter.field ?? null,
     filter.prefix ?? null,
@@ -173,7 +188,7 @@ function readPageText(
   filter: ListFilter | undefined,
   param: string,
 ): string {
-  const afterSeq = afterSeqOf(store, kind, parent, page, param);
+  const afterSeq = afterSeqOf(store, kind, parent, page, param, filter?.owner);
   const { ids, bodies, hasMore } = store.listText(
     kind,
     parent,
@@ -201,7 +216,7 @@ export function listPage<T extends { id: string }>(
   filter?: ListFilter,
   param = "after",
 ): ListPage<T> {
-  const afterSeq = afterSeqOf(store, kind, parent, page, param);
+  const afterSeq = afterSeqOf(store, kind, parent, page, param, filter?.owner);
   const { rows, hasMore } = store.list(kind, parent, page.order, page.limit, afterSeq, filter);
   const data = rows.map(present);
   return {

@@ -12,6 +12,7 @@ import type { AgentsConfig } from "./config.ts";
 import { SecretBox } from "./crypto.ts";
 import { recoverEnvironments } from "./resources/environments.ts";
 import { AgentRuntime } from "./runtime/runtime.ts";
+import { DATA_DIR_MODE, makePrivate } from "./data_dir.ts";
 import { AgentStore, StoreOpenError } from "./store.ts";
 import { AutomationScheduler } from "./automations/scheduler.ts";
 import { type SchedulerClock, systemClock } from "./automations/schedule.ts";
@@ -69,7 +70,9 @@ export class AgentsService implements Service {
     clock: SchedulerClock = systemClock,
   ): Promise<AgentsService> {
     try {
-      await Deno.mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+      await Deno.mkdir(config.dataDir, { recursive: true, mode: DATA_DIR_MODE });
+      // What an older sandbar made readable by others (the store was 0644) is made private.
+      makePrivate(config.dataDir);
     } catch (e) {
       throw new StoreOpenError(
         `cannot create the data directory ${config.dataDir}: ${(e as Error).message}`,

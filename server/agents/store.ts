@@ -12,13 +12,16 @@
  * next write ({@linkcode AgentStore.writeCount}): no write can come from elsewhere.
  *
  * Every resource is a row of `objects`: its public JSON body, its kind, its parent (a vault for
- * a credential) and an insertion sequence that orders every list.
+ * a credential), its owner (the identity that made it; a child takes its parent's) and an
+ * insertion sequence that orders every list. Reads that take an `owner` see only that owner's
+ * rows: another owner's row is answered exactly as a missing one.
  *
  * @module
  */
 
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { join } from "node:path";
+import { DATA_FILE_MODE } from "./data_dir.ts";
 import { GroupCommit } from "./group_commit.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
 
@@ -32,10 +35,14 @@ export interface StoredObject {
   body: Record<string, unknown>;
   /** Its sealed secrets, if any. */
   sealed: Uint8Array | null;
+  /** The identity that owns it. */
+  owner: string;
 }
 
 /** Filters of a list beyond kind and parent. */
 export interface ListFilter {
+  /** Only this owner's objects (every owner's when absent). */
+  owner?: string;
   /** Every `metadata[key]` must equal the value. */
   metadata?: Record<string, string>;
   /** A top-level string field of the body must be one of these values. */
@@ -73,8 +80,9 @@ export const DATABASE_FILE = "agents.sqlite";
  * import { AgentStore } from "./store.ts";
  * const dir = Deno.makeTempDirSync();
  * const store = AgentStore.open(dir);
- * store.insert("agent", "agent_1", "", 1, { id: "agent_1" }, null);
- * assert.equal(store.get("agent", "agent_1")?.body.id, "agent_1");
+ * store.insert("agent", "agent_1", "", 1, { id: "agent_1" }, null, "alice");
+ * assert.equal(store.get("agent", "agent_1", undefined, "alice")?.body.id, "agent_1");
+ * assert.equal(store.get("agent", "agent_1", undefined, "bob"), undefined);
  * store.close();
  * Deno.removeSync(dir, { recursive: true });
  * ```
@@ -116,6 +124,9 @@ export class AgentStore {
     const file = join(dataDir, DATABASE_FILE);
     let db: DatabaseSync;
     try {
+      // Created 0600 before SQLite opens it: SQLite gives its WAL and journal the database's
+      // own mode, so they are private too (its default would be 0644).
+      Deno.openSync(file, { create: true, write: true, mode: DATA_FILE_MODE }).close();
       db = new DatabaseSync(file);
     } catch (e) {
       throw new StoreOpenError(`cannot open the agents store ${file}: ${(e as Error).message}`);
@@ -161,7 +172,10 @@ export class AgentStore {
     if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
   }
 
-  /** Insert a new object (its body as an object, or as its JSON text). */
+  /**
+   * Insert a new object (its body as an object, or as its JSON text). A top-level object
+   * (no parent) needs its `owner`; a child always takes its parent's owner.
+   */
   insert(
     kind: string,
     id: string,
@@ -169,9 +183,12 @@ export class AgentStore {
     createdAt: number,
     body: Record<string, unknown> | string,
     sealed: Uint8Array | null,
+    owner?: string,
   ): void {
+    if (parent === "" && !owner) throw new Error(`a ${kind} needs an owner`);
     this.#stmt(
-      "INSERT INTO objects (id, kind, parent, created_at, body, sealed) VALUES (?, ?, ?, ?, ?, ?)",
+      "INSERT INTO objects (id, kind, parent, created_at, body, sealed, owner) VALUES " +
+        "(?, ?, ?, ?, ?, ?, coalesce((SELECT owner FROM objects WHERE id = ?), ?))",
     ).run(
       id,
       kind,
@@ -179,6 +196,8 @@ export class AgentStore {
       createdAt,
       typeof body === "string" ? body : JSON.stringify(body),
       sealed,
+      parent,
+      owner ?? "",
     );
   }
 
@@ -194,8 +213,9 @@ export class AgentStore {
     createdAt: number,
     body: Record<string, unknown> | string,
     sealed: Uint8Array | null,
+    owner?: string,
   ): Promise<void> {
-    return this.writeSoon(() => this.insert(kind, id, parent, createdAt, body, sealed));
+    return this.writeSoon(() => this.insert(kind, id, parent, createdAt, body, sealed, owner));
   }
 
   /**
@@ -218,13 +238,17 @@ export class AgentStore {
     }
   }
 
-  /** One object of a kind (and parent, when given), or undefined. */
-  get(kind: string, id: string, parent?: string): StoredObject | undefined {
+  /**
+   * One object of a kind (and parent, when given; and owner, when given), or undefined: an
+   * object of another owner is not there for the caller.
+   */
+  get(kind: string, id: string, parent?: string, owner?: string): StoredObject | undefined {
     const row = this.#stmt(
-      "SELECT id, seq, parent, body, sealed FROM objects WHERE id = ? AND kind = ?",
+      "SELECT id, seq, parent, body, sealed, owner FROM objects WHERE id = ? AND kind = ?",
     )
       .get(id, kind) as RawRow | undefined;
     if (!row || (parent !== undefined && row.parent !== parent)) return undefined;
+    if (owner !== undefined && row.owner !== owner) return undefined;
     return fromRow(row);
   }
 
@@ -236,10 +260,15 @@ export class AgentStore {
     });
   }
 
-  /** The sequence number of `id` within a kind and parent, or undefined when it is not there. */
-  seqOf(kind: string, parent: string, id: string): number | undefined {
-    const row = this.#stmt("SELECT seq FROM objects WHERE id = ? AND kind = ? AND parent = ?")
-      .get(id, kind, parent) as { seq: number } | undefined;
+  /**
+   * The sequence number of `id` within a kind and parent (and owner, when given), or undefined
+   * when it is not there.
+   */
+  seqOf(kind: string, parent: string, id: string, owner?: string): number | undefined {
+    const row = this.#stmt(
+      "SELECT seq, owner FROM objects WHERE id = ? AND kind = ? AND parent = ?",
+    ).get(id, kind, parent) as { seq: number; owner: string } | undefined;
+    if (owner !== undefined && row?.owner !== owner) return undefined;
     return row?.seq;
   }
 
@@ -258,7 +287,7 @@ export class AgentStore {
       order,
       afterSeq,
       filter,
-      "id, seq, parent, body, sealed",
+      "id, seq, parent, body, sealed, owner",
     );
     const rows = this.#stmt(sql).all(...args, limit + 1) as unknown as RawRow[];
     return { rows: rows.slice(0, limit).map(fromRow), hasMore: rows.length > limit };
@@ -274,6 +303,10 @@ export class AgentStore {
   ): { sql: string; args: (string | number)[] } {
     const where = ["kind = ?", "parent = ?"];
     const args: (string | number)[] = [kind, parent];
+    if (filter.owner !== undefined) {
+      where.push("owner = ?");
+      args.push(filter.owner);
+    }
     if (afterSeq !== undefined) {
       where.push(order === "asc" ? "seq > ?" : "seq < ?");
       args.push(afterSeq);
@@ -399,7 +432,7 @@ export class AgentStore {
   byField(kind: string, field: string, value: string): StoredObject[] {
     if (!/^[a-z_]+$/.test(field)) throw new Error(`bad field ${field}`);
     return (this.#stmt(
-      `SELECT id, seq, parent, body, sealed FROM objects WHERE kind = ? AND json_extract(body, '$.${field}') = ?`,
+      `SELECT id, seq, parent, body, sealed, owner FROM objects WHERE kind = ? AND json_extract(body, '$.${field}') = ?`,
     ).all(kind, value) as unknown as RawRow[]).map(fromRow);
   }
 
@@ -434,10 +467,17 @@ interface RawRow {
   parent: string;
   body: string;
   sealed: Uint8Array | null;
+  owner: string;
 }
 
 function fromRow(row: RawRow): StoredObject {
-  return { id: row.id, seq: row.seq, body: JSON.parse(row.body), sealed: row.sealed };
+  return {
+    id: row.id,
+    seq: row.seq,
+    body: JSON.parse(row.body),
+    sealed: row.sealed,
+    owner: row.owner,
+  };
 }
 
 function migrate(db: DatabaseSync, file: string): void {

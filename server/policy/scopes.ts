@@ -6,6 +6,13 @@
  */
 
 /**
+ * The operator scope of the agents group: an identity that holds it (also through `agents:*` or
+ * `*`) sees and touches every identity's agents resources. Without it an identity sees only its
+ * own (`server/agents/tenants.ts`).
+ */
+export const AGENTS_ADMIN_SCOPE = "agents:admin";
+
+/**
  * The first required scope the granted list does not cover, or undefined when all are covered.
  *
  * @example Usage

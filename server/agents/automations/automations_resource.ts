@@ -26,6 +26,7 @@ import {
   type TargetParam,
 } from "../schemas/automations.ts";
 import { agentsService } from "../service.ts";
+import { ownerIdentity, tenantOf } from "../tenants.ts";
 import type { StoredObject } from "../store.ts";
 import { type AutomationBody, publicAutomation, targetResource } from "./records.ts";
 import { scheduleOf } from "./scheduler.ts";
@@ -35,7 +36,7 @@ import { checkExpression, checkTimezone, nextFiring, type Schedule } from "./sch
 export function storedAutomation(c: Context<ServerEnv>): StoredObject {
   const { store } = agentsService(c.var.state);
   const id = c.req.param("automation_id")!;
-  const found = store.get("automation", id);
+  const found = store.get("automation", id, "", tenantOf(c).sees);
   if (!found) throw notFound("automation", id, "automation_id");
   return found;
 }
@@ -58,7 +59,8 @@ async function checkTarget(
 ): Promise<void> {
   const { store } = agentsService(state);
   if (target.type === "existing_session") {
-    if (!store.get("session", target.session_id)) {
+    // The target is the owner's own session, operator or not: the automation runs as it.
+    if (!store.get("session", target.session_id, "", identity.id)) {
       throw notFound("session", target.session_id, "target.session_id");
     }
     return;
@@ -135,7 +137,10 @@ async function create(c: Context<ServerEnv>): Promise<Response> {
     };
     const sealed = await box.seal(value.target, id);
     const answer = { status: 200, body: publicAutomation(body) };
-    await commit.soon(answer, () => store.insert("automation", id, "", now, body, sealed));
+    await commit.soon(
+      answer,
+      () => store.insert("automation", id, "", now, body, sealed, c.var.identity.id),
+    );
     automations.changed();
     return answer;
   });
@@ -184,12 +189,22 @@ async function update(c: Context<ServerEnv>): Promise<Response> {
   }
   let sealed: Uint8Array | undefined;
   if (value.target !== undefined) {
-    await checkTarget(state, c.var.identity, value.target);
+    // Checked as the automation's owner, who it runs as, whoever (an operator) changes it.
+    const owner = ownerIdentity(state.policy, found.owner);
+    if (!owner) {
+      throw invalid(
+        "target",
+        `The identity '${found.owner}' that owns this automation is no longer in the policy.`,
+      );
+    }
+    await checkTarget(state, owner, value.target);
     updated.target = targetResource(value.target);
     updated._session_id = value.target.type === "existing_session" ? value.target.session_id : "";
     sealed = await box.seal(value.target, found.id);
   }
-  if (!store.get("automation", found.id)) throw notFound("automation", found.id, "automation_id");
+  if (!store.get("automation", found.id, "", found.owner)) {
+    throw notFound("automation", found.id, "automation_id");
+  }
   store.update(found.id, updated, sealed);
   automations.changed();
   return answer(updated);
@@ -254,7 +269,10 @@ export const automationsResourceHandlers: HandlerMap<AgentsId> = {
       "",
       pageRequest(q),
       (o) => publicAutomation(o.body) as { id: string },
-      sessionId !== undefined ? { field: { name: "_session_id", values: [sessionId] } } : {},
+      {
+        owner: tenantOf(c).sees,
+        ...(sessionId !== undefined ? { field: { name: "_session_id", values: [sessionId] } } : {}),
+      },
     );
     return json({ status: 200, body: page });
   },

@@ -20,6 +20,7 @@ import { prepareSession } from "../resources/sessions.ts";
 import type { SessionBody } from "../runtime/records.ts";
 import type { TargetParam } from "../schemas/automations.ts";
 import type { AgentsService } from "../service.ts";
+import { ownerIdentity } from "../tenants.ts";
 import type { InvocationBody } from "./records.ts";
 
 /** How a delivery ended, to be written on the invocation. */
@@ -47,7 +48,7 @@ export interface DeliveryContext {
 /** Deliver, returning what happened; undefined when the server stopped before it could. */
 export async function deliver(ctx: DeliveryContext): Promise<DeliveryResult | undefined> {
   const { state, service, target } = ctx;
-  const identity = state.policy.identities.find((i) => i.id === ctx.owner);
+  const identity = ownerIdentity(state.policy, ctx.owner);
   if (!identity) {
     return failed(
       null,
@@ -56,7 +57,7 @@ export async function deliver(ctx: DeliveryContext): Promise<DeliveryResult | un
     );
   }
   if (target.type === "existing_session") {
-    const stored = service.store.get("session", target.session_id);
+    const stored = service.store.get("session", target.session_id, "", ctx.owner);
     if (!stored) {
       return failed(
         null,

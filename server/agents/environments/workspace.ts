@@ -40,12 +40,13 @@ export async function fileSource(
   service: AgentsService,
   file: EnvironmentFileParam,
   param: string,
+  owner: string,
 ): Promise<{ body: ReadableStream<Uint8Array>; size: number }> {
   if (file.type === "inline") {
     const bytes = Uint8Array.from(atob(file.data), (ch) => ch.charCodeAt(0));
     return { body: new Response(bytes).body!, size: bytes.length };
   }
-  const stored = service.store.get("file", file.file_id);
+  const stored = service.store.get("file", file.file_id, "", owner);
   if (!stored) throw notFound("file", file.file_id, `${param}.file_id`);
   const handle = await Deno.open(fileContentPath(service, file.file_id));
   return { body: handle.readable, size: stored.body.bytes as number };
@@ -58,10 +59,11 @@ export async function materialise(
   workspace: string,
   file: EnvironmentFileParam,
   param: string,
+  owner: string,
 ): Promise<number> {
   const target = hostPath(workspace, file.path);
   const guarded = resolveGuardedPath(state, target, "write", `${param}.path`);
-  const { body } = await fileSource(service, file, param);
+  const { body } = await fileSource(service, file, param, owner);
   await Deno.mkdir(dirname(guarded.path), { recursive: true });
   const st = await writeAtomically(guarded.path, body, { overwrite: true, param: `${param}.path` });
   return st.size;

@@ -74,7 +74,7 @@ export async function credentialBearer(
   guarded: GuardedFetch,
 ): Promise<BearerSource> {
   const { store } = agentsService(ctx.state);
-  const found = store.get("credential", credentialId);
+  const found = store.get("credential", credentialId, undefined, ctx.identity.id);
   const vaultId = found?.body.vault_id as string | undefined;
   if (!found || (ctx.vaultIds && !ctx.vaultIds.includes(vaultId!))) {
     throw new McpServerError(
@@ -122,7 +122,7 @@ export async function credentialBearer(
     }
     await flight;
     // Read back what was stored: another session's refresh may have been the one that ran.
-    const latest = store.get("credential", credentialId);
+    const latest = store.get("credential", credentialId, undefined, ctx.identity.id);
     if (latest) {
       secrets = await openCredentialSecrets(ctx.state, latest) as Secrets;
       expiresAt = expiryTime((latest.body.auth as Record<string, unknown>).expires_at);
@@ -153,7 +153,7 @@ async function refreshToken(
   guarded: GuardedFetch,
 ): Promise<string> {
   const { store, box } = agentsService(ctx.state);
-  const current = store.get("credential", credentialId);
+  const current = store.get("credential", credentialId, undefined, ctx.identity.id);
   if (!current) {
     throw new McpServerError(
       label,

@@ -15,6 +15,7 @@ import { plainListText } from "../pagination.ts";
 import { readJson } from "../request.ts";
 import { type AgentCreate, agentCreateSchema, agentUpdateSchema } from "../schemas/agents.ts";
 import { agentsService } from "../service.ts";
+import { tenantOf } from "../tenants.ts";
 
 type Tool = NonNullable<AgentCreate["tools"]>[number];
 
@@ -71,6 +72,7 @@ export function applyFields(agent: Record<string, unknown>, f: Fields): void {
 export const agentsResourceHandlers: HandlerMap<AgentsId> = {
   agents_create: async (c) => {
     const { store } = agentsService(c.get("state"));
+    const owner = tenantOf(c).id;
     const body = await readJson(c, agentCreateSchema);
     return idempotentCreate(c, store, body.text, async (commit) => {
       const now = unixNow();
@@ -95,7 +97,7 @@ export const agentsResourceHandlers: HandlerMap<AgentsId> = {
       const answer = { status: 200, text: JSON.stringify(agent) };
       await commit.soon(
         answer,
-        () => store.insert("agent", agent.id as string, "", now, answer.text, null),
+        () => store.insert("agent", agent.id as string, "", now, answer.text, null, owner),
       );
       return answer;
     });
@@ -103,7 +105,7 @@ export const agentsResourceHandlers: HandlerMap<AgentsId> = {
   agents_retrieve: (c) => {
     const { store } = agentsService(c.get("state"));
     const id = c.req.param("agent_id")!;
-    const found = store.get("agent", id);
+    const found = store.get("agent", id, "", tenantOf(c).sees);
     if (!found) throw notFound("agent", id, "agent_id");
     return json({ status: 200, body: found.body });
   },
@@ -111,7 +113,7 @@ export const agentsResourceHandlers: HandlerMap<AgentsId> = {
     const { store } = agentsService(c.get("state"));
     const id = c.req.param("agent_id")!;
     const body = await readJson(c, agentUpdateSchema);
-    const found = store.get("agent", id);
+    const found = store.get("agent", id, "", tenantOf(c).sees);
     if (!found) throw notFound("agent", id, "agent_id");
     const agent = { ...found.body };
     applyFields(agent, body.value);
@@ -121,12 +123,14 @@ export const agentsResourceHandlers: HandlerMap<AgentsId> = {
   },
   agents_list: (c) => {
     const { store } = agentsService(c.get("state"));
-    return jsonText(plainListText(store, "agent", "", c.req.url));
+    return jsonText(plainListText(store, "agent", "", c.req.url, tenantOf(c).sees));
   },
   agents_delete: (c) => {
     const { store } = agentsService(c.get("state"));
     const id = c.req.param("agent_id")!;
-    if (!store.get("agent", id) || !store.delete(id)) throw notFound("agent", id, "agent_id");
+    if (!store.get("agent", id, "", tenantOf(c).sees) || !store.delete(id)) {
+      throw notFound("agent", id, "agent_id");
+    }
     return json({ status: 200, body: { id, deleted: true, object: "agent.deleted" } });
   },
 };

@@ -37,6 +37,7 @@ import {
   type EnvironmentSettings,
 } from "../schemas/environments.ts";
 import { type AgentsService, agentsService } from "../service.ts";
+import { tenantOf } from "../tenants.ts";
 import type { AgentStore, StoredObject } from "../store.ts";
 import { templateSettings } from "./templates.ts";
 
@@ -91,8 +92,10 @@ async function writeFile(
   environmentId: string,
   file: EnvironmentFileParam,
   param: string,
+  owner: string,
 ): Promise<FileRecord> {
-  const size = await materialise(state, service, workspaceDir(state, environmentId), file, param);
+  const workspace = workspaceDir(state, environmentId);
+  const size = await materialise(state, service, workspace, file, param, owner);
   return {
     id: `envfile_${environmentId.slice(4)}:${file.path}`,
     body: {
@@ -116,8 +119,9 @@ async function addFile(
   environmentId: string,
   file: EnvironmentFileParam,
   param: string,
+  owner: string,
 ): Promise<number> {
-  const record = await writeFile(state, service, environmentId, file, param);
+  const record = await writeFile(state, service, environmentId, file, param, owner);
   service.store.transaction(() => recordFile(service.store, environmentId, record));
   return record.body.size_bytes as number;
 }
@@ -158,11 +162,12 @@ function startSetup(
 /** Merge a template's settings under the given ones (given fields win). */
 async function seeded(
   service: AgentsService,
+  owner: string,
   given: EnvironmentSettings & { environment_template_id?: string },
 ): Promise<EnvironmentSettings> {
   const id = given.environment_template_id;
   if (id === undefined) return given;
-  const template = service.store.get("template", id);
+  const template = service.store.get("template", id, "", owner);
   if (!template) throw notFound("environment template", id, "environment.environment_template_id");
   const base = await templateSettings(service, template);
   const merged: Record<string, unknown> = { ...base };
@@ -183,7 +188,8 @@ async function create(c: Context<ServerEnv>): Promise<Response> {
  * Check an environment's settings now (refusing with the field named), and return the step
  * that makes it: the workspace and its files' bytes, then its record and its files' records in
  * one transaction (with the kept answer, given a `commit`), then its setup started in the
- * background. Sessions that bring their own environment settings go through here too.
+ * background. Sessions that bring their own environment settings go through here too. The
+ * environment is `identity`'s, and the template, vaults and files it names must be its own.
  */
 export async function prepareEnvironment(
   state: ServerState,
@@ -193,7 +199,8 @@ export async function prepareEnvironment(
 ): Promise<(commit?: Commit) => Promise<{ id: string; files: unknown[] }>> {
   const service = agentsService(state);
   const { store, box } = service;
-  const settings = await seeded(service, value.environment);
+  const owner = identity.id;
+  const settings = await seeded(service, owner, value.environment);
   refuseUnsupported(settings, param);
   const env = checkEnv(state, settings.env, `${param}.env`);
   const steps = setupSteps(settings);
@@ -203,11 +210,11 @@ export async function prepareEnvironment(
     `${param}.network.access`,
   );
   for (const [i, id] of (value.vault_ids ?? []).entries()) {
-    if (!store.get("vault", id)) throw notFound("vault", id, `vault_ids[${i}]`);
+    if (!store.get("vault", id, "", owner)) throw notFound("vault", id, `vault_ids[${i}]`);
   }
   const files = settings.files ?? [];
   for (const [i, f] of files.entries()) {
-    if (f.type === "file_id" && !store.get("file", f.file_id)) {
+    if (f.type === "file_id" && !store.get("file", f.file_id, "", owner)) {
       throw notFound("file", f.file_id, `${param}.files[${i}].file_id`);
     }
   }
@@ -234,14 +241,17 @@ export async function prepareEnvironment(
     try {
       const records: FileRecord[] = [];
       for (const [i, f] of files.entries()) {
-        records.push(await writeFile(state, service, id, f, `${param}.files[${i}]`));
+        records.push(await writeFile(state, service, id, f, `${param}.files[${i}]`, owner));
       }
       const sealed = await box.seal(secrets, id);
       // All or nothing: the record, its files' records and the kept answer commit together.
       const make = () => {
-        store.insert("environment", id, "", now, environment, sealed);
+        store.insert("environment", id, "", now, environment, sealed, owner);
         for (const r of records) recordFile(store, id, r);
-        return { status: 200, body: presentEnvironment(store, store.get("environment", id)!) };
+        return {
+          status: 200,
+          body: presentEnvironment(store, store.get("environment", id, "", owner)!),
+        };
       };
       presented = (commit ? commit.now(make) : store.transaction(make)).body;
     } catch (e) {
@@ -257,7 +267,7 @@ export async function prepareEnvironment(
 function environmentOf(c: Context<ServerEnv>): StoredObject {
   const { store } = agentsService(c.var.state);
   const id = c.req.param("environment_id")!;
-  const found = store.get("environment", id);
+  const found = store.get("environment", id, "", tenantOf(c).sees);
   if (!found) throw notFound("environment", id, "environment_id");
   return found;
 }
@@ -282,6 +292,7 @@ export const environmentsResourceHandlers: HandlerMap<AgentsId> = {
       "",
       pageRequest(q),
       (o) => presentEnvironment(store, o),
+      { owner: tenantOf(c).sees },
     );
     return json({ status: 200, body: page });
   },
@@ -290,10 +301,14 @@ export const environmentsResourceHandlers: HandlerMap<AgentsId> = {
     const service = agentsService(state);
     const environment = environmentOf(c);
     const { value } = await readJson(c, environmentFileSchema);
-    if (value.type === "file_id" && !service.store.get("file", value.file_id)) {
+    // The file must be the environment owner's, whoever (an operator) adds it.
+    if (
+      value.type === "file_id" &&
+      !service.store.get("file", value.file_id, "", environment.owner)
+    ) {
       throw notFound("file", value.file_id, "file_id");
     }
-    const size = await addFile(state, service, environment.id, value, "file");
+    const size = await addFile(state, service, environment.id, value, "file", environment.owner);
     return json({ status: 200, body: environmentFile(environment.id, value.path, size) });
   },
   agents_environments_files_list: (c) => {

@@ -23,6 +23,7 @@ import { idempotentCreate, json, jsonText } from "../idempotency.ts";
 import { listPageText, PAGE_PARAMS, pageRequest } from "../pagination.ts";
 import { parseQuery } from "../request.ts";
 import { type AgentsService, agentsService } from "../service.ts";
+import { tenantOf } from "../tenants.ts";
 import type { StoredObject } from "../store.ts";
 
 /** The purposes an upload may have, as the Files API names them. */
@@ -136,7 +137,7 @@ function expiresAt(fields: Map<string, string>, now: number): number | null {
 function storedFile(c: Context<ServerEnv>): StoredObject {
   const { store } = agentsService(c.var.state);
   const id = c.req.param("file_id")!;
-  const found = store.get("file", id);
+  const found = store.get("file", id, "", tenantOf(c).sees);
   if (!found) throw notFound("file", id, "file_id");
   return found;
 }
@@ -157,6 +158,7 @@ export const filesResourceHandlers: HandlerMap<AgentsId> = {
         );
       }
       const now = unixNow();
+      const owner = tenantOf(c).id;
       const expires = expiresAt(fields, now);
       const fingerprint = JSON.stringify([upload.digest, upload.filename, [...fields]]);
       return await idempotentCreate(c, service.store, fingerprint, async (commit) => {
@@ -176,7 +178,10 @@ export const filesResourceHandlers: HandlerMap<AgentsId> = {
         await Deno.rename(upload.temp, fileContentPath(service, id));
         const answer = { status: 200, body: file };
         try {
-          await commit.soon(answer, () => service.store.insert("file", id, "", now, file, null));
+          await commit.soon(
+            answer,
+            () => service.store.insert("file", id, "", now, file, null, owner),
+          );
         } catch (e) {
           await Deno.remove(fileContentPath(service, id)).catch(() => {});
           throw e;
@@ -193,7 +198,10 @@ export const filesResourceHandlers: HandlerMap<AgentsId> = {
     const q = parseQuery(new URL(c.req.url).search, [...PAGE_PARAMS, "purpose"]);
     const page = pageRequest(q);
     const purpose = q.plain.get("purpose");
-    const filter = purpose === undefined ? {} : { field: { name: "purpose", values: [purpose] } };
+    const owner = tenantOf(c).sees;
+    const filter = purpose === undefined
+      ? { owner }
+      : { owner, field: { name: "purpose", values: [purpose] } };
     return jsonText(listPageText(store, "file", "", page, filter));
   },
   agents_files_retrieve: (c) => json({ status: 200, body: storedFile(c).body }),

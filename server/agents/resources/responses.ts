@@ -19,6 +19,7 @@ import { listPage, PAGE_PARAMS, pageRequest } from "../pagination.ts";
 import { parseQuery, readJson } from "../request.ts";
 import { inputTokensSchema, responseCreateSchema } from "../schemas/responses.ts";
 import { type AgentsService, agentsService } from "../service.ts";
+import { tenantOf } from "../tenants.ts";
 import type { StoredObject } from "../store.ts";
 import { callUpstream } from "../upstream.ts";
 import type { z } from "zod";
@@ -63,9 +64,13 @@ function inputItems(input: CreateBody["input"]): Record<string, unknown>[] {
   });
 }
 
-/** Keep a finished response and its input items, replacing an earlier copy. */
+/**
+ * Keep a finished response and its input items as `owner`'s, replacing an earlier copy of
+ * `owner`'s (another owner's copy under the same id is left alone).
+ */
 function keep(
   service: AgentsService,
+  owner: string,
   response: Record<string, unknown>,
   items: Record<string, unknown>[],
 ): void {
@@ -74,11 +79,12 @@ function keep(
   const { store } = service;
   store.transaction(() => {
     const now = unixNow();
-    if (store.get("response", id)) {
-      store.update(id, response);
+    const earlier = store.get("response", id);
+    if (earlier) {
+      if (earlier.owner === owner) store.update(id, response);
       return;
     }
-    store.insert("response", id, "", now, response, null);
+    store.insert("response", id, "", now, response, null, owner);
     for (const item of items) {
       store.insert("response_input_item", `${id}/${item.id}`, id, now, item, null);
     }
@@ -125,7 +131,18 @@ function postResponses(service: AgentsService, text: string, signal: AbortSignal
 
 async function create(c: Context<ServerEnv>): Promise<Response> {
   const service = agentsService(c.var.state);
+  const tenant = tenantOf(c);
+  const owner = tenant.id;
   const { value, text } = await readJson(c, responseCreateSchema);
+  // A response continues only one the caller may see (every response made here is kept), so
+  // no identity can have another's conversation continued for it.
+  const previous = value.previous_response_id;
+  if (
+    typeof previous === "string" &&
+    !service.store.get("response", previous, "", tenant.sees)
+  ) {
+    throw notFound("response", previous, "previous_response_id");
+  }
   const stored = value.store !== false;
   const items = stored ? inputItems(value.input) : [];
   if (value.stream) {
@@ -138,7 +155,7 @@ async function create(c: Context<ServerEnv>): Promise<Response> {
     const upstream = result.response;
     if (!upstream.body) return invalidUpstream("an empty stream");
     const body = relay(upstream.body, (final) => {
-      if (stored) keep(service, final, items);
+      if (stored) keep(service, owner, final, items);
     });
     return new Response(body, {
       status: 200,
@@ -157,7 +174,7 @@ async function create(c: Context<ServerEnv>): Promise<Response> {
     }
     const answer = { status: 200, body: response };
     await commit.soon(answer, () => {
-      if (stored) keep(service, response, items);
+      if (stored) keep(service, owner, response, items);
     });
     return answer;
   });
@@ -180,7 +197,7 @@ function invalidUpstream(what: string): Response {
 function storedResponse(c: Context<ServerEnv>): StoredObject {
   const { store } = agentsService(c.var.state);
   const id = c.req.param("response_id")!;
-  const found = store.get("response", id);
+  const found = store.get("response", id, "", tenantOf(c).sees);
   if (!found) throw notFound("response", id, "response_id");
   return found;
 }
@@ -226,7 +243,7 @@ export const responsesResourceHandlers: HandlerMap<AgentsId> = {
     );
     if (!result.ok) return result.answer;
     const response = await result.response.json();
-    keep(service, response, []);
+    keep(service, found.owner, response, []);
     return json({ status: 200, body: response });
   },
   agents_responses_input_items_list: (c) => {

@@ -32,6 +32,7 @@ import {
 } from "../schemas/sessions.ts";
 import { agentsService } from "../service.ts";
 import type { AgentStore, StoredObject } from "../store.ts";
+import { tenantOf } from "../tenants.ts";
 import { defaultAgentFields } from "./agent_defaults.ts";
 import { applyFields, type Fields } from "./agents.ts";
 import { prepareEnvironment, presentEnvironment } from "./environments.ts";
@@ -58,10 +59,15 @@ function checkTools(tools: Record<string, unknown>[], param: string): void {
   }
 }
 
-function agentConfig(store: AgentStore, agentId: string | undefined, own: Fields | undefined) {
+function agentConfig(
+  store: AgentStore,
+  owner: string,
+  agentId: string | undefined,
+  own: Fields | undefined,
+) {
   const base: Record<string, unknown> = { id: null, name: null, ...defaultAgentFields() };
   if (agentId !== undefined) {
-    const agent = store.get("agent", agentId);
+    const agent = store.get("agent", agentId, "", owner);
     if (!agent) throw notFound("agent", agentId, "agent_id");
     for (const k of Object.keys(base)) if (k in agent.body) base[k] = agent.body[k];
     if (agent.body.compaction) base.compaction = agent.body.compaction;
@@ -106,7 +112,7 @@ async function environmentOf(
   }
   if (raw.type === "openai_hosted" && "environment_id" in raw) {
     const v = validate(sessionEnvironmentSchemas.existing, raw);
-    const env = store.get("environment", v.environment_id);
+    const env = store.get("environment", v.environment_id, "", identity.id);
     if (!env) throw notFound("environment", v.environment_id, "environment.environment_id");
     return { id: env.id, body: environmentBody(store, env), make: undefined };
   }
@@ -144,12 +150,15 @@ function environmentBody(store: AgentStore, env: StoredObject): Record<string, u
 function sessionOf(c: Context<ServerEnv>): StoredObject {
   const { store } = agentsService(c.var.state);
   const id = c.req.param("session_id")!;
-  const found = store.get("session", id);
+  const found = store.get("session", id, "", tenantOf(c).sees);
   if (!found) throw notFound("session", id, "session_id");
   return found;
 }
 
-/** The session of a request's `session_id`, as stored. */
+/**
+ * The session of a request's `session_id`, as stored: one of the caller's own (any owner's for
+ * an operator), else the 404 of a missing one.
+ */
 export const storedSession = sessionOf;
 
 /** A session create's body, validated. */
@@ -170,7 +179,8 @@ export interface PreparedSession {
 /**
  * Check a session create now (refusing with the field named), as `identity`, and return the
  * steps that make and start it. Automations that create a session per invocation go through
- * here too.
+ * here too. The session belongs to `identity`, and everything it names (its agent, vaults and
+ * environment) must be `identity`'s own, operator or not: its turns use only its owner's.
  */
 export async function prepareSession(
   state: ServerState,
@@ -180,9 +190,9 @@ export async function prepareSession(
   const service = agentsService(state);
   const { store, runtime } = service;
   refuseUnenforceable(value);
-  const agent = agentConfig(store, value.agent_id, value.agent);
+  const agent = agentConfig(store, identity.id, value.agent_id, value.agent);
   for (const [i, id] of (value.vault_ids ?? []).entries()) {
-    if (!store.get("vault", id)) throw notFound("vault", id, `vault_ids[${i}]`);
+    if (!store.get("vault", id, "", identity.id)) throw notFound("vault", id, `vault_ids[${i}]`);
   }
   const environment = await environmentOf(state, identity, value.environment);
   const build = async (): Promise<SessionBody> => {
@@ -191,7 +201,7 @@ export async function prepareSession(
     if (environment.make) {
       const made = await environment.make();
       envId = made.id;
-      envBody = environmentBody(store, store.get("environment", made.id)!);
+      envBody = environmentBody(store, store.get("environment", made.id, "", identity.id)!);
     }
     const now = unixNow();
     const session: SessionBody = {
@@ -214,7 +224,15 @@ export async function prepareSession(
     return session;
   };
   const save = (session: SessionBody) =>
-    store.insert("session", session.id, "", session.created_at as number, session, null);
+    store.insert(
+      "session",
+      session.id,
+      "",
+      session.created_at as number,
+      session,
+      null,
+      session._internal.owner,
+    );
   const make = async (): Promise<SessionBody> => {
     const session = await build();
     save(session);
@@ -319,6 +337,7 @@ export const sessionsResourceHandlers: HandlerMap<AgentsId> = {
       publicBody(o.body) as {
         id: string;
       }, {
+      owner: tenantOf(c).sees,
       ...(metadata ? { metadata: Object.fromEntries(metadata) } : {}),
       ...(agentId !== undefined ? { field: { name: "_agent_id", values: [agentId] } } : {}),
     });

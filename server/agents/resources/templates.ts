@@ -24,6 +24,7 @@ import { listPageText, PAGE_PARAMS, pageRequest } from "../pagination.ts";
 import { parseQuery, readJson } from "../request.ts";
 import { type EnvironmentSettings, templateSchema } from "../schemas/environments.ts";
 import { type AgentsService, agentsService } from "../service.ts";
+import { tenantOf } from "../tenants.ts";
 import type { StoredObject } from "../store.ts";
 import { commandRules, guardShellCommand } from "../../guards/commands/index.ts";
 
@@ -84,7 +85,7 @@ async function seal(service: AgentsService, id: string, settings: Settings): Pro
 function templateOf(c: Context<ServerEnv>): StoredObject {
   const { store } = agentsService(c.var.state);
   const id = c.req.param("environment_template_id")!;
-  const found = store.get("template", id);
+  const found = store.get("template", id, "", tenantOf(c).sees);
   if (!found) throw notFound("environment template", id, "environment_template_id");
   return found;
 }
@@ -93,10 +94,11 @@ function templateOf(c: Context<ServerEnv>): StoredObject {
 export const templatesResourceHandlers: HandlerMap<AgentsId> = {
   agents_environments_templates_create: async (c) => {
     const service = agentsService(c.var.state);
+    const owner = tenantOf(c).id;
     const { value, text } = await readJson(c, templateSchema);
     check(c, value);
     for (const [i, f] of (value.files ?? []).entries()) {
-      if (f.type === "file_id" && !service.store.get("file", f.file_id)) {
+      if (f.type === "file_id" && !service.store.get("file", f.file_id, "", owner)) {
         throw notFound("file", f.file_id, `files[${i}].file_id`);
       }
     }
@@ -106,7 +108,10 @@ export const templatesResourceHandlers: HandlerMap<AgentsId> = {
       const body = publicBody(id, value, now, now);
       const sealed = await seal(service, id, value);
       const answer = { status: 200, body };
-      await commit.soon(answer, () => service.store.insert("template", id, "", now, body, sealed));
+      await commit.soon(
+        answer,
+        () => service.store.insert("template", id, "", now, body, sealed, owner),
+      );
       return answer;
     });
   },
@@ -130,7 +135,9 @@ export const templatesResourceHandlers: HandlerMap<AgentsId> = {
   agents_environments_templates_list: (c) => {
     const { store } = agentsService(c.var.state);
     const q = parseQuery(new URL(c.req.url).search, PAGE_PARAMS);
-    return jsonText(listPageText(store, "template", "", pageRequest(q)));
+    return jsonText(
+      listPageText(store, "template", "", pageRequest(q), { owner: tenantOf(c).sees }),
+    );
   },
   agents_environments_templates_delete: (c) => {
     const { store } = agentsService(c.var.state);

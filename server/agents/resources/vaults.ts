@@ -23,6 +23,7 @@ import {
   vaultUpdateSchema,
 } from "../schemas/vaults.ts";
 import { agentsService } from "../service.ts";
+import { tenantOf } from "../tenants.ts";
 import type { ListFilter, StoredObject } from "../store.ts";
 import type { z } from "zod";
 
@@ -139,7 +140,7 @@ function rotate(pub: Record<string, unknown>, secrets: Secrets, auth: AuthRotate
 function vaultOf(c: Context<ServerEnv>): StoredObject {
   const { store } = agentsService(c.var.state);
   const id = c.req.param("vault_id")!;
-  const vault = store.get("vault", id);
+  const vault = store.get("vault", id, "", tenantOf(c).sees);
   if (!vault) throw notFound("vault", id, "vault_id");
   return vault;
 }
@@ -156,6 +157,7 @@ function credentialOf(c: Context<ServerEnv>, vaultId: string): StoredObject {
 export const vaultsResourceHandlers: HandlerMap<AgentsId> = {
   agents_vaults_create: async (c) => {
     const { store } = agentsService(c.var.state);
+    const owner = tenantOf(c).id;
     const body = await readJson(c, vaultCreateSchema);
     return idempotentCreate(c, store, body.text, async (commit) => {
       const now = unixNow();
@@ -167,7 +169,7 @@ export const vaultsResourceHandlers: HandlerMap<AgentsId> = {
         name: body.value.name ?? null,
       };
       const answer = { status: 200, body: vault };
-      await commit.soon(answer, () => store.insert("vault", vault.id, "", now, vault, null));
+      await commit.soon(answer, () => store.insert("vault", vault.id, "", now, vault, null, owner));
       return answer;
     });
   },
@@ -186,7 +188,9 @@ export const vaultsResourceHandlers: HandlerMap<AgentsId> = {
     const { q, filter, none } = listFilters(c);
     const page = pageRequest(q);
     if (none) return json({ status: 200, body: emptyPage() });
-    return jsonText(listPageText(store, "vault", "", page, filter));
+    return jsonText(
+      listPageText(store, "vault", "", page, { ...filter, owner: tenantOf(c).sees }),
+    );
   },
   agents_vaults_delete: (c) => {
     const { store } = agentsService(c.var.state);

@@ -25,7 +25,8 @@ export async function toolEnvironment(
 ): Promise<ToolEnvironment | null> {
   const id = session._internal.environment_id;
   if (!id) return null;
-  const stored = service.store.get("environment", id);
+  // Only the session owner's: a session never uses another identity's environment.
+  const stored = service.store.get("environment", id, "", session._internal.owner);
   if (!stored) return null;
   const secrets = stored.sealed
     ? await service.box.open(stored.sealed, id) as EnvironmentSecrets
@@ -47,6 +48,8 @@ export async function sessionUpstream(
 ): Promise<UpstreamConfig> {
   const base = service.config.upstream;
   for (const vaultId of session.vault_ids) {
+    // Only the session owner's vaults: another identity's key never pays for its turns.
+    if (!service.store.get("vault", vaultId, "", session._internal.owner)) continue;
     const rows = service.store.list("credential", vaultId, "asc", 100, undefined).rows;
     for (const row of rows) {
       const auth = row.body.auth as { type?: string; secret_name?: string } | undefined;

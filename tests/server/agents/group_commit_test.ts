@@ -25,7 +25,7 @@ Deno.test(
   "group commit: concurrent inserts are all stored, in order, and settle only once committed",
   withStore(async (store) => {
     const want = Array.from({ length: 40 }, (_, i) => `agent_${String(i).padStart(2, "0")}`);
-    const pending = want.map((id) => store.insertSoon("agent", id, "", 1, { id }, null));
+    const pending = want.map((id) => store.insertSoon("agent", id, "", 1, { id }, null, "default"));
     assert.deepEqual(ids(store), [], "nothing is visible before the commit");
     await Promise.all(pending);
     assert.deepEqual(ids(store), want);
@@ -35,10 +35,10 @@ Deno.test(
 Deno.test(
   "group commit: a failing insert fails only its own write",
   withStore(async (store) => {
-    store.insert("agent", "agent_taken", "", 1, { id: "agent_taken" }, null);
+    store.insert("agent", "agent_taken", "", 1, { id: "agent_taken" }, null, "default");
     const results = await Promise.allSettled(
       ["agent_a", "agent_taken", "agent_b", "agent_a", "agent_c"].map((id) =>
-        store.insertSoon("agent", id, "", 1, { id }, null)
+        store.insertSoon("agent", id, "", 1, { id }, null, "default")
       ),
     );
     assert.deepEqual(results.map((r) => r.status), [
@@ -62,7 +62,15 @@ Deno.test("group commit: writes still waiting when the store closes are committe
   const dir = await Deno.makeTempDir({ prefix: "sandbar-test-data-" });
   try {
     const store = AgentStore.open(dir);
-    const pending = store.insertSoon("agent", "agent_late", "", 1, { id: "agent_late" }, null);
+    const pending = store.insertSoon(
+      "agent",
+      "agent_late",
+      "",
+      1,
+      { id: "agent_late" },
+      null,
+      "default",
+    );
     store.close();
     await pending;
     const again = AgentStore.open(dir);

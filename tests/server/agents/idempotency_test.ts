@@ -42,7 +42,7 @@ Deno.test("idempotency: the object and its kept answer are written by one commit
     const before = await walCommits(dir);
     const answer = { status: 200, text: '{"id":"agent_a"}' };
     await commitCreate(store, slot("k-1"), answer, () => {
-      store.insert("agent", "agent_a", "", 1, answer.text, null);
+      store.insert("agent", "agent_a", "", 1, answer.text, null, "default");
     });
     assert.equal(await walCommits(dir), before + 1, "one commit, so no moment holds only one");
     assert.equal(store.get("agent", "agent_a")?.id, "agent_a");
@@ -50,8 +50,8 @@ Deno.test("idempotency: the object and its kept answer are written by one commit
 
     // A create whose write fails keeps no answer: the key may be used again.
     const failed = commitCreate(store, slot("k-2"), { status: 200, text: "{}" }, () => {
-      store.insert("agent", "agent_b", "", 1, "{}", null);
-      store.insert("agent", "agent_a", "", 1, "{}", null); // taken: the write throws
+      store.insert("agent", "agent_b", "", 1, "{}", null, "default");
+      store.insert("agent", "agent_a", "", 1, "{}", null, "default"); // taken: the write throws
     });
     await assert.rejects(failed, /UNIQUE constraint failed: objects\.id/);
     assert.equal(store.idempotent("default", "agents_create", "k-2", 0), undefined);

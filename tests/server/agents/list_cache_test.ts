@@ -6,20 +6,33 @@ import { AgentStore } from "../../../server/agents/store.ts";
 import { startAgentsServer } from "./helpers.ts";
 
 // List pages are answered from a cache kept until the store's next write: every write must be
-// seen by the very next list, whoever lists.
+// seen by the very next list of whoever may see it (an operator), and by nobody else (a tenant
+// that asks the same page gets its own, empty).
 
 const READER = "reader-token-0123456789";
+const TENANT = "tenant-token-0123456789";
 
-Deno.test("list cache: create, update and delete by one identity are seen by the next list of another", async () => {
+Deno.test("list cache: create, update and delete by one identity are seen by the next list of an operator, never by another tenant", async () => {
   await using server = await startAgentsServer({
     policy: {
       endpoints: { agents: true },
-      identities: [{ id: "reader", token: READER, scopes: ["agents:read"] }],
+      identities: [
+        { id: "reader", token: READER, scopes: ["agents:read", "agents:admin"] },
+        { id: "tenant", token: TENANT, scopes: ["agents:read"] },
+      ],
     },
   });
   const writer = server.client;
   const reader = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: READER, maxRetries: 0 });
-  const names = async () => (await reader.beta.agents.list({ limit: 5 })).data.map((a) => a.name);
+  const tenant = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: TENANT, maxRetries: 0 });
+  const operatorNames = async () =>
+    (await reader.beta.agents.list({ limit: 5 })).data.map((a) => a.name);
+  const names = async () => {
+    const seen = await operatorNames();
+    // The same page right after, by a tenant: its own (none), never the operator's kept page.
+    assert.deepEqual((await tenant.beta.agents.list({ limit: 5 })).data, []);
+    return seen;
+  };
 
   assert.deepEqual(await names(), []);
   assert.deepEqual(await names(), [], "asked twice: the second from the cache");
@@ -108,11 +121,11 @@ Deno.test("list cache: a page read inside a transaction that rolls back is not k
     const page = pageRequest(parseQuery("", ["after", "limit", "order"]));
     const ids = () =>
       JSON.parse(listPageText(store, "agent", "", page)).data.map((a: { id: string }) => a.id);
-    store.insert("agent", "agent_kept", "", 1, { id: "agent_kept" }, null);
+    store.insert("agent", "agent_kept", "", 1, { id: "agent_kept" }, null, "default");
     assert.deepEqual(ids(), ["agent_kept"]);
     assert.throws(() =>
       store.transaction(() => {
-        store.insert("agent", "agent_undone", "", 1, { id: "agent_undone" }, null);
+        store.insert("agent", "agent_undone", "", 1, { id: "agent_undone" }, null, "default");
         assert.deepEqual(ids(), ["agent_undone", "agent_kept"], "seen inside the transaction");
         throw new Error("abort");
       }), /abort/);
