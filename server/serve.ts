@@ -15,6 +15,7 @@ import { CommandRegistry } from "./commands/registry.ts";
 import { ConnectionGuard } from "./connection_guard.ts";
 import { HANDLERS } from "./handlers/mod.ts";
 import { type AuditSink, jsonLinesSink } from "./pipeline/audit.ts";
+import { EGRESS_SERVICE, IdentityProxies } from "./egress/identity_proxies.ts";
 import { confinements, procAccess } from "./confine/confinement.ts";
 import { compilePolicy } from "./policy/compile.ts";
 import { loadPolicyFile } from "./policy/load.ts";
@@ -234,6 +235,11 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
   const stateDir = options.stateDir ?? await Deno.makeTempDir({ prefix: "sandbar-" });
   const state = new ServerState(policy, root, commands, stateDir);
   const sink = options.audit ?? jsonLinesSink(Deno.stderr);
+  const network = policy.network;
+  // Each identity's processes reach out only through its egress proxy, audited with the rest.
+  if (network) {
+    state.service(EGRESS_SERVICE, () => new IdentityProxies(network, sink, policy.audit));
+  }
   let agents: AgentsService | undefined;
   if ([...policy.endpoints.values()].some((e) => e.spec.group === "agents" && e.enabled)) {
     // Opened now, so that a store this version cannot read stops the server with the reason;

@@ -42,6 +42,8 @@ import {
 } from "./rules.ts";
 import { Spawner } from "./spawner.ts";
 import { PROGRAM_DIRS } from "../guards/commands/program_dirs.ts";
+import { EGRESS_SERVICE, IdentityProxies, proxyEnvironment } from "../egress/identity_proxies.ts";
+import { jsonLinesSink } from "../pipeline/audit.ts";
 
 /** What a confined process is for. */
 export type ConfinementKind = "process" | "git" | "system";
@@ -160,6 +162,26 @@ export function confinementWarnings(): string[] {
   return warnings;
 }
 
+/**
+ * What the capabilities document says about a `network` section: what the kernel does and does
+ * not hold of it here. Nothing without one (the policy's own warning says so).
+ */
+export function egressWarnings(policy: { network: unknown }): string[] {
+  if (!policy.network) return [];
+  const missing = confinementUnavailable();
+  const abi = missing ? 0 : landlockAbi();
+  if (missing || abi < NET_ABI) {
+    return [
+      `network rules hold only programs that use the proxy variables: the kernel cannot refuse other TCP connections here (${
+        missing ? "no confinement" : `Landlock ABI ${abi}, 4 handles TCP`
+      })`,
+    ];
+  }
+  return [
+    "network rules: TCP connections other than to the identity's egress proxy are refused by the kernel (Landlock, by port on any address); UDP (DNS queries, QUIC) and Unix sockets are not, so a program can still send UDP directly",
+  ];
+}
+
 /** Paths no process the server starts may touch, besides the state directory. */
 const protectedPaths = new Set<string>();
 
@@ -224,9 +246,12 @@ export class Confinements implements Service {
   /**
    * `env` as a confined process of `identity` gets it: a `HOME` outside `paths.allow` (which the
    * process could not read: git, pip and most tools then fail) becomes the identity's scratch
-   * directory, private to its processes. Unchanged where processes run unconfined.
+   * directory, private to its processes. With a `network` section in the policy, the proxy
+   * variables point at the identity's egress proxy (on every kind of platform).
    */
   environment(identity: string, env: Record<string, string>): Record<string, string> {
+    const port = this.egressPort(identity);
+    if (port !== null) env = { ...env, ...proxyEnvironment(`127.0.0.1:${port}`) };
     if (confinementUnavailable()) return env;
     const home = env.HOME;
     const allow = this.#state.policy.paths.allow;
@@ -248,10 +273,39 @@ export class Confinements implements Service {
         planRules(plan),
         this.#closedPorts(kind === "process" ? identity : null),
         kind === "process" ? noexecTrees(plan) : [],
+        kind === "system" ? null : this.#connectOnly(identity),
       );
       this.#spawners.set(key, s);
     }
     return s;
+  }
+
+  /**
+   * The port of `identity`'s egress proxy (started on first ask), or null when the policy has
+   * no `network` section and processes use the host's network.
+   */
+  egressPort(identity: string): number | null {
+    const network = this.#state.policy.network;
+    if (!network) return null;
+    const proxies = this.#state.service(
+      EGRESS_SERVICE,
+      () => new IdentityProxies(network, jsonLinesSink(Deno.stderr), this.#state.policy.audit),
+    );
+    return network.has(identity) ? proxies.port(identity) : null;
+  }
+
+  /**
+   * The only TCP ports `identity`'s processes may connect to under a `network` section: its
+   * egress proxy's and its own code kernels'; null (any port not closed) without one.
+   */
+  #connectOnly(identity: string): number[] | null {
+    const port = this.egressPort(identity);
+    if (port === null) return null;
+    const block = this.kernelPorts(identity);
+    const kernels = block
+      ? Array.from({ length: block.last - block.first + 1 }, (_, i) => block.first + i)
+      : [];
+    return [port, ...kernels];
   }
 
   /**

@@ -142,17 +142,27 @@ export interface PathRule {
 }
 
 /** Why a restriction failed. */
-/** Allow TCP `connect` and `bind` on every port but `closed` in `ruleset` (port 0 included). */
-function openPortsExcept(ruleset: number, closed: ReadonlySet<number>): void {
+/**
+ * Allow TCP `bind` on every port but `closed` in `ruleset` (port 0 included), and `connect` to
+ * the same ports, or, with `connectOnly`, to those ports alone (less `closed`).
+ */
+function openPortsExcept(
+  ruleset: number,
+  closed: ReadonlySet<number>,
+  connectOnly: ReadonlySet<number> | null,
+): void {
   const c = sys();
   // struct landlock_net_port_attr { __u64 allowed_access; __u64 port; } (packed)
   const attr = new Uint8Array(16);
   const view = new DataView(attr.buffer);
-  view.setBigUint64(0, ACCESS_NET_TCP, true);
   const fd = BigInt(ruleset);
   const at = address(attr);
   for (let port = 0; port < 65536; port++) {
     if (closed.has(port)) continue;
+    const access = connectOnly === null || connectOnly.has(port)
+      ? ACCESS_NET_TCP
+      : ACCESS_NET_BIND_TCP;
+    view.setBigUint64(0, access, true);
     view.setUint16(8, port, true);
     if (c.syscall(SYS_LANDLOCK_ADD_RULE, fd, LANDLOCK_RULE_NET_PORT, at, 0n) !== 0n) {
       throw new ConfinementError(`landlock_add_rule(port ${port})`, errno());
@@ -177,8 +187,9 @@ export class ConfinementError extends Error {
  * grant file access, signals and abstract unix sockets do not leave the domain. A path of a
  * rule that does not exist is skipped. With `closedPorts` (and ABI 4), TCP `connect` to those
  * ports and `bind` of them are refused, on any address: Landlock's network rules only allow, so every other port
- * gets a rule of its own (65,534 of them: about 0.1 s, once per thread, measured). Returns how
- * many path rules were added.
+ * gets a rule of its own (65,534 of them: about 0.1 s, once per thread, measured). With
+ * `connectOnly` (ABI 4), TCP `connect` is refused to every port but those (the egress proxy's:
+ * see `server/egress/`), on any address. Returns how many path rules were added.
  *
  * @example
  * ```ts ignore
@@ -189,6 +200,7 @@ export class ConfinementError extends Error {
 export function restrictThisThread(
   rules: readonly PathRule[],
   closedPorts: readonly number[] = [],
+  connectOnly: readonly number[] | null = null,
 ): number {
   const c = sys();
   const version = landlockAbi();
@@ -201,7 +213,7 @@ export function restrictThisThread(
   const attr = new Uint8Array(24);
   const view = new DataView(attr.buffer);
   view.setBigUint64(0, handled, true);
-  const closing = closedPorts.length > 0 && version >= NET_ABI;
+  const closing = (closedPorts.length > 0 || connectOnly !== null) && version >= NET_ABI;
   view.setBigUint64(8, closing ? ACCESS_NET_TCP : 0n, true);
   view.setBigUint64(16, version >= 6 ? SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL : 0n, true);
   const size = version >= 6 ? 24n : 16n;
@@ -235,7 +247,9 @@ export function restrictThisThread(
         c.close(fd);
       }
     }
-    if (closing) openPortsExcept(ruleset, new Set(closedPorts));
+    if (closing) {
+      openPortsExcept(ruleset, new Set(closedPorts), connectOnly && new Set(connectOnly));
+    }
     if (c.syscall(SYS_LANDLOCK_RESTRICT_SELF, BigInt(ruleset), 0n, 0n, 0n) !== 0n) {
       throw new ConfinementError("landlock_restrict_self", errno());
     }

@@ -60,12 +60,13 @@ export class Spawner {
   /**
    * Start the worker and have it restrict itself to `rules`, with TCP `connect` to
    * `closedPorts` refused, after mounting the trees of `noexec` noexec in a mount namespace of
-   * its own (see `noexec.ts`).
+   * its own (see `noexec.ts`); with `connectOnly`, `connect` to any other port refused too.
    */
   constructor(
     rules: readonly PathRule[],
     closedPorts: readonly number[] = [],
     noexec: readonly string[] = [],
+    connectOnly: readonly number[] | null = null,
   ) {
     this.#worker = new Worker(new URL("./spawner_worker.ts", import.meta.url), {
       type: "module",
@@ -95,7 +96,7 @@ export class Spawner {
       Atomics.store(this.#state, READY_SLOT, -1);
       ready.reject(new Error(`confinement failed: ${e.message}`));
     };
-    this.#worker.postMessage({ shared: this.#shared, rules, closedPorts, noexec });
+    this.#worker.postMessage({ shared: this.#shared, rules, closedPorts, noexec, connectOnly });
   }
 
   /**

@@ -36,6 +36,7 @@ interface Init {
   rules: PathRule[];
   closedPorts: number[];
   noexec: string[];
+  connectOnly: number[] | null;
 }
 
 function serve(shared: SharedArrayBuffer): void {
@@ -58,14 +59,14 @@ function serve(shared: SharedArrayBuffer): void {
 }
 
 scope.onmessage = (event: MessageEvent<Init>) => {
-  const { shared, rules, closedPorts, noexec } = event.data;
+  const { shared, rules, closedPorts, noexec, connectOnly } = event.data;
   const state = new Int32Array(shared);
   let message: string | null = null;
   let noexecFailure: string | null = null;
   try {
     // Mounts first: Landlock forbids them once in force.
     noexecFailure = mountNoexec(noexec);
-    restrictThisThread(rules, closedPorts);
+    restrictThisThread(rules, closedPorts, connectOnly);
     Atomics.store(state, 14, 1);
   } catch (e) {
     message = (e as Error).message;

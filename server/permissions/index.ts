@@ -136,7 +136,8 @@ export function permissionFlags(inputs: PermissionInputs): string[] {
   const flags = [
     `--allow-read=${[...read].join(",")}`,
     `--allow-write=${[...write].join(",")}`,
-    browserNeedsAnyHost(policy)
+    // The egress proxy connects by address to whatever its rules allow; they, not Deno, decide.
+    browserNeedsAnyHost(policy) || policy.network !== null
       ? "--allow-net"
       : `--allow-net=${[...new Set([...net, ...browserNet(policy)])].join(",")}`,
     "--allow-env",

@@ -18,6 +18,7 @@ import { createHash } from "node:crypto";
 import { isAbsolute, resolve } from "node:path";
 import { type EndpointLimits, ENDPOINTS, type EndpointSpec } from "../endpoints.ts";
 import { parseUrlPatterns } from "../guards/urls/patterns.ts";
+import { NetworkRules } from "../egress/rules.ts";
 import type { PolicyEndpointSetting, PolicyFile } from "./schema.ts";
 import { type PresetName, presetSays } from "./presets.ts";
 
@@ -93,6 +94,11 @@ export interface CompiledPolicy {
   urlDeny: readonly string[];
   /** Audit setting. */
   audit: "off" | "deny" | "all";
+  /**
+   * Each identity's network rules (its own `network`, else the policy's), or null when the
+   * policy has no `network` section anywhere: processes then use the host's network.
+   */
+  network: ReadonlyMap<string, NetworkRules> | null;
   /** Default body limit in bytes. */
   bodyBytes: number;
   /** Short hash of the policy and the table: changes when either does. */
@@ -235,6 +241,12 @@ export function compilePolicy(file: PolicyFile, options: CompileOptions): Compil
     .update(String([...options.implemented].length))
     .digest("hex").slice(0, 12);
   if (!options.configured) warnings.push("no policy file: the standard preset applies");
+  const network = compileNetwork(file, identities);
+  if (!network && options.env.SANDBAR_EGRESS !== "provider") {
+    warnings.push(
+      "no network section in the policy: processes the server starts use the host's network directly, with no egress rules and no audit",
+    );
+  }
 
   return {
     source: file,
@@ -267,10 +279,30 @@ export function compilePolicy(file: PolicyFile, options: CompileOptions): Compil
     urlAllow: checkedPatterns(file.url_allow ?? [], "url_allow"),
     urlDeny: checkedPatterns(file.url_deny ?? [], "url_deny"),
     audit: file.audit ?? "deny",
+    network,
     bodyBytes: file.limits?.body_bytes ?? 10 * 1024 * 1024,
     revision,
     warnings,
   };
+}
+
+/** Each identity's compiled network rules, or null when no `network` is set anywhere. */
+function compileNetwork(
+  file: PolicyFile,
+  identities: readonly Identity[],
+): Map<string, NetworkRules> | null {
+  const own = new Map((file.identities ?? []).map((i) => [i.id, i.network]));
+  if (file.network === undefined && ![...own.values()].some((n) => n !== undefined)) return null;
+  const out = new Map<string, NetworkRules>();
+  for (const { id } of identities) {
+    const setting = own.get(id) ?? file.network;
+    const where = own.get(id) !== undefined
+      ? `policy: identity "${id}" network`
+      : "policy: network";
+    if (setting === undefined || setting === false) out.set(id, NetworkRules.off());
+    else out.set(id, NetworkRules.compile(setting, where));
+  }
+  return out;
 }
 
 function checkedPatterns(list: string[], key: string): string[] {

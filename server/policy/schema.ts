@@ -23,11 +23,21 @@ const endpointSettingSchema = z.union([
   }),
 ]);
 
+const networkSchema = z.union([
+  z.literal(false),
+  z.strictObject({
+    allow: z.array(z.string().min(1)).optional(),
+    deny: z.array(z.string().min(1)).optional(),
+    hosts: z.record(z.string(), z.union([z.string(), z.array(z.string())])).optional(),
+  }),
+]);
+
 const identitySchema = z.strictObject({
   id: z.string().min(1).max(128),
   token: z.string().min(16).optional(),
   token_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).optional(),
   scopes: z.array(z.string().min(1)),
+  network: networkSchema.optional(),
 });
 
 /** The policy file schema (JSONC). */
@@ -59,6 +69,7 @@ export const policySchema = z.strictObject({
   url_allow: z.array(z.string().min(1)).optional(),
   url_deny: z.array(z.string().min(1)).optional(),
   audit: z.enum(["off", "deny", "all"]).optional(),
+  network: networkSchema.optional(),
   limits: z.strictObject({
     body_bytes: z.number().int().min(0).optional(),
     path_max: z.number().int().min(1).max(65536).optional(),
@@ -99,7 +110,20 @@ export interface PolicyIdentity {
   token_env?: string;
   /** Scopes granted; `*` grants all, `files:*` all of one family. */
   scopes: string[];
+  /** This identity's network rules, instead of the policy's `network`. */
+  network?: PolicyNetwork;
 }
+
+/**
+ * Network rules of the processes the server starts (see `server/egress/rules.ts`): `false`, no
+ * network at all; an object, only through the egress proxy, by its `allow` and `deny` rules
+ * (`hosts` resolves names without DNS).
+ */
+export type PolicyNetwork = false | {
+  allow?: string[];
+  deny?: string[];
+  hosts?: Record<string, string | string[]>;
+};
 
 /** The policy file, as parsed. Every key is optional; see the README for defaults. */
 export interface PolicyFile {
@@ -134,6 +158,11 @@ export interface PolicyFile {
   url_deny?: string[];
   /** Audit setting: `off`, `deny` (default) or `all`. */
   audit?: "off" | "deny" | "all";
+  /**
+   * Network rules of every identity's processes (an identity's own `network` wins); left out,
+   * processes use the host's network as it is.
+   */
+  network?: PolicyNetwork;
   /** Global limits. */
   limits?: { body_bytes?: number; path_max?: number };
   /** The agents group: the upstream model provider (`base_url`, and the variable holding its key). */

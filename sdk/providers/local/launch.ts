@@ -265,6 +265,8 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
   // the server, which wipes its tokens from its environment block at start: its processes may
   // read /proc, which `ps`, `/proc/self/*` and Deno's TypeScript transpiler need.
   env.SANDBAR_PROC = "open";
+  // The sandbox's network is its provider's: a namespace with no way out but the egress bridge.
+  env.SANDBAR_EGRESS = "provider";
   server.push("--port", "9000", "--pty-port", "9001");
   const relay = [
     INSIDE_DENO,

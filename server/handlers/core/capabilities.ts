@@ -4,7 +4,7 @@
  * @module
  */
 
-import { confinementWarnings } from "../../confine/confinement.ts";
+import { confinementWarnings, egressWarnings } from "../../confine/confinement.ts";
 import { z } from "zod";
 import { type EndpointGroup, ENDPOINTS_BY_ID, GROUPS } from "../../endpoints.ts";
 import { decidePath, type PathOperation } from "../../guards/paths/index.ts";
@@ -115,7 +115,12 @@ export function capabilitiesDocument(state: ServerState, identity: Identity) {
     scopes: identity.scopes,
     preset: policy.preset,
     configured: policy.configured,
-    warnings: [...policy.warnings, ...confinementWarnings(), ...isolationWarnings()],
+    warnings: [
+      ...policy.warnings,
+      ...confinementWarnings(),
+      ...egressWarnings(policy),
+      ...isolationWarnings(),
+    ],
     endpoints,
     groups,
     group_summary: summary,

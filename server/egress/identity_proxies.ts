@@ -1,0 +1,99 @@
+/**
+ * The egress proxies of a server run on its own with a `network` section in its policy: one
+ * proxy per identity, on a loopback port of its own, started when that identity's first process
+ * starts. The identity's processes get that port in their proxy variables, and, where Landlock
+ * handles TCP (ABI 4), their confinement refuses `connect` to every other port (see
+ * `server/confine/confinement.ts`), so the port says whose connection it is.
+ *
+ * @module
+ */
+
+import type { AuditSink } from "../pipeline/audit.ts";
+import { EgressProxy } from "./proxy.ts";
+import type { NetworkRules } from "./rules.ts";
+
+/** The key of the service in the server's state. */
+export const EGRESS_SERVICE = "egress";
+
+/** Loopback names processes reach directly (inside their own confinement's limits). */
+const NO_PROXY = "localhost,127.0.0.1,::1";
+
+/**
+ * The proxy variables of a process whose proxy listens at `url`: upper and lower case, since
+ * curl reads only `http_proxy` in lower case and other tools only the upper.
+ *
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { proxyEnvironment } from "./identity_proxies.ts";
+ * const env = proxyEnvironment("127.0.0.1:3128");
+ * assert.equal(env.https_proxy, "http://127.0.0.1:3128");
+ * assert.equal(env.ALL_PROXY, "socks5h://127.0.0.1:3128");
+ * ```
+ */
+export function proxyEnvironment(hostPort: string): Record<string, string> {
+  const http = `http://${hostPort}`;
+  const env: Record<string, string> = {
+    HTTP_PROXY: http,
+    HTTPS_PROXY: http,
+    ALL_PROXY: `socks5h://${hostPort}`,
+    NO_PROXY,
+  };
+  for (const [k, v] of Object.entries(env)) env[k.toLowerCase()] = v;
+  return env;
+}
+
+/**
+ * One proxy per identity.
+ *
+ * @example
+ * ```ts ignore
+ * const proxies = new IdentityProxies(policy.network!, sink, policy.audit);
+ * const env = proxyEnvironment(`127.0.0.1:${proxies.port("ci")}`);
+ * ```
+ */
+export class IdentityProxies {
+  readonly #rules: ReadonlyMap<string, NetworkRules>;
+  readonly #sink: AuditSink;
+  readonly #setting: "off" | "deny" | "all";
+  readonly #proxies = new Map<string, EgressProxy>();
+
+  /** Proxies for these rules (by identity), auditing to `sink` by `setting`. */
+  constructor(
+    rules: ReadonlyMap<string, NetworkRules>,
+    sink: AuditSink,
+    setting: "off" | "deny" | "all",
+  ) {
+    this.#rules = rules;
+    this.#sink = sink;
+    this.#setting = setting;
+  }
+
+  /** The rules of `identity` (off for one the policy does not know). */
+  rules(identity: string): NetworkRules | undefined {
+    return this.#rules.get(identity);
+  }
+
+  /** The loopback port of `identity`'s proxy, started on first ask. */
+  port(identity: string): number {
+    let proxy = this.#proxies.get(identity);
+    if (!proxy) {
+      const rules = this.#rules.get(identity);
+      if (!rules) throw new Error(`no network rules for identity "${identity}"`);
+      proxy = EgressProxy.listen({ hostname: "127.0.0.1", port: 0 }, {
+        identity,
+        rules,
+        audit: this.#sink,
+        auditSetting: this.#setting,
+      });
+      this.#proxies.set(identity, proxy);
+    }
+    return proxy.port;
+  }
+
+  /** Stop every proxy. */
+  async close(): Promise<void> {
+    await Promise.all([...this.#proxies.values()].map((p) => p.close()));
+    this.#proxies.clear();
+  }
+}
