@@ -55,7 +55,17 @@ export type {
   PolicyFile,
   PolicyIdentity,
   PolicyLimits,
+  PolicyNetwork,
 } from "./policy/schema.ts";
+export {
+  type HostRule,
+  type NetworkConfig,
+  type NetworkDecision,
+  type NetworkRule,
+  NetworkRules,
+  parseNetworkRule,
+} from "./egress/rules.ts";
+export { EgressProxy, type EgressProxyOptions, type ProxyAddress } from "./egress/proxy.ts";
 export { ApiError, type ApiErrorOptions, type ErrorCode } from "./errors.ts";
 export { type ServerAddresses, type ServerEnv, ServerState, type Service } from "./state.ts";
 export type { PresetName } from "./policy/presets.ts";

@@ -49,7 +49,8 @@ export interface NetworkConfig {
 /** The keys a {@linkcode NetworkConfig} may have. */
 export const NETWORK_CONFIG_KEYS: readonly string[] = ["allow", "deny", "hosts"];
 
-type HostRule =
+/** The host part of a rule: any, a name, a name and its subdomains, or an address network. */
+export type HostRule =
   | { kind: "any" }
   | { kind: "exact"; host: string }
   | { kind: "suffix"; suffix: string }

@@ -29,61 +29,74 @@ function egressLines(server: TestServer) {
     .map((l) => JSON.parse(l));
 }
 
-Deno.test("policy network: each identity's processes go through its own rules, and only through the proxy", {
-  // Without Landlock ABI 4 the kernel cannot hold TCP; the capabilities warning says so.
-  ignore: landlockAbi() < NET_ABI,
-}, async () => {
-  const origin = Deno.serve(
-    { hostname: "127.0.0.2", port: 0, onListen: () => {} },
-    () => new Response("hello from the internet"),
-  );
-  const port = origin.addr.port;
-  try {
-    await using server = await startTestServer({
-      policy: {
-        audit: "all",
-        network: { allow: ["127.0.0.2"] },
-        identities: [
-          { id: "default", scopes: ["*"] },
-          { id: "ci", token: CI_TOKEN, scopes: ["*"], network: false },
-        ],
-      },
-    });
-    const env = await shell(server, "env | grep -i _proxy | sort");
-    assert.match(env.stdout, /^HTTPS_PROXY=http:\/\/127\.0\.0\.1:\d+$/m);
-    assert.match(env.stdout, /^all_proxy=socks5h:\/\/127\.0\.0\.1:\d+$/m);
-
-    const ok = await shell(server, `curl -sS --max-time 5 http://127.0.0.2:${port}/`);
-    assert.equal(ok.stdout, "hello from the internet", ok.stderr);
-    const py = await shell(
-      server,
-      `python3 -c "import urllib.request as u; print(u.urlopen('http://127.0.0.2:${port}/').read().decode())"`,
+Deno.test(
+  "policy network: each identity's processes go through its own rules, and only through the proxy",
+  {
+    // Without Landlock ABI 4 the kernel cannot hold TCP; the capabilities warning says so.
+    ignore: landlockAbi() < NET_ABI,
+  },
+  async () => {
+    const origin = Deno.serve(
+      { hostname: "127.0.0.2", port: 0, onListen: () => {} },
+      () => new Response("hello from the internet"),
     );
-    assert.equal(py.stdout.trim(), "hello from the internet", py.stderr);
-    const refused = await shell(server, `curl -sS -i --max-time 5 http://10.1.2.3:${port}/`);
-    assert.match(refused.stdout, /^HTTP\/1\.1 403/);
-    assert.match(refused.stdout, /X-Sandbar-Egress-Rule: allow/);
-    // A program that ignores the proxy variables reaches nothing: the kernel refuses the connect.
-    const direct = await shell(server, `curl -sS --noproxy '*' --max-time 5 http://127.0.0.2:${port}/`);
-    assert.notEqual(direct.exit_code, 0);
-    assert.equal(direct.stdout, "");
-    // The "ci" identity's network is off: its own proxy, its own refusal.
-    const ci = await shell(server, `curl -sS -i --max-time 5 http://127.0.0.2:${port}/`, CI_TOKEN);
-    assert.match(ci.stdout, /X-Sandbar-Egress-Rule: network:off/);
+    const port = origin.addr.port;
+    try {
+      await using server = await startTestServer({
+        policy: {
+          audit: "all",
+          network: { allow: ["127.0.0.2"] },
+          identities: [
+            { id: "default", scopes: ["*"] },
+            { id: "ci", token: CI_TOKEN, scopes: ["*"], network: false },
+          ],
+        },
+      });
+      const env = await shell(server, "env | grep -i _proxy | sort");
+      assert.match(env.stdout, /^HTTPS_PROXY=http:\/\/127\.0\.0\.1:\d+$/m);
+      assert.match(env.stdout, /^all_proxy=socks5h:\/\/127\.0\.0\.1:\d+$/m);
 
-    const lines = egressLines(server).map((e) => `${e.identity} ${e.decision} ${e.host} ${e.rule}`);
-    assert.deepEqual(lines, [
-      "default allow 127.0.0.2 allow:127.0.0.2",
-      "default allow 127.0.0.2 allow:127.0.0.2",
-      "default deny 10.1.2.3 allow",
-      "ci deny 127.0.0.2 network:off",
-    ]);
-    const caps = await (await server.fetch("/capabilities")).json();
-    assert.ok(caps.warnings.some((w: string) => w.includes("UDP")), caps.warnings.join("; "));
-  } finally {
-    await origin.shutdown();
-  }
-});
+      const ok = await shell(server, `curl -sS --max-time 5 http://127.0.0.2:${port}/`);
+      assert.equal(ok.stdout, "hello from the internet", ok.stderr);
+      const py = await shell(
+        server,
+        `python3 -c "import urllib.request as u; print(u.urlopen('http://127.0.0.2:${port}/').read().decode())"`,
+      );
+      assert.equal(py.stdout.trim(), "hello from the internet", py.stderr);
+      const refused = await shell(server, `curl -sS -i --max-time 5 http://10.1.2.3:${port}/`);
+      assert.match(refused.stdout, /^HTTP\/1\.1 403/);
+      assert.match(refused.stdout, /X-Sandbar-Egress-Rule: allow/);
+      // A program that ignores the proxy variables reaches nothing: the kernel refuses the connect.
+      const direct = await shell(
+        server,
+        `curl -sS --noproxy '*' --max-time 5 http://127.0.0.2:${port}/`,
+      );
+      assert.notEqual(direct.exit_code, 0);
+      assert.equal(direct.stdout, "");
+      // The "ci" identity's network is off: its own proxy, its own refusal.
+      const ci = await shell(
+        server,
+        `curl -sS -i --max-time 5 http://127.0.0.2:${port}/`,
+        CI_TOKEN,
+      );
+      assert.match(ci.stdout, /X-Sandbar-Egress-Rule: network:off/);
+
+      const lines = egressLines(server).map((e) =>
+        `${e.identity} ${e.decision} ${e.host} ${e.rule}`
+      );
+      assert.deepEqual(lines, [
+        "default allow 127.0.0.2 allow:127.0.0.2",
+        "default allow 127.0.0.2 allow:127.0.0.2",
+        "default deny 10.1.2.3 allow",
+        "ci deny 127.0.0.2 network:off",
+      ]);
+      const caps = await (await server.fetch("/capabilities")).json();
+      assert.ok(caps.warnings.some((w: string) => w.includes("UDP")), caps.warnings.join("; "));
+    } finally {
+      await origin.shutdown();
+    }
+  },
+);
 
 Deno.test("policy network: without the section, processes use the host's network and the capabilities say so", async () => {
   await using server = await startTestServer({ policy: {} });
