@@ -1,5 +1,5 @@
 /**
- * The server's side of the kernel bridge: one Python process (`kernel_bridge_source.ts`) that
+ * The server's side of the kernel bridge: one Python process (`kernel_bridge.py`) that
  * runs every kernel of every code context, spoken to in JSON lines over its stdin and stdout.
  *
  * Why a bridge rather than Jupyter's server over HTTP and WebSocket: Debian's `jupyter-server`
@@ -20,7 +20,9 @@ import { ApiError } from "../errors.ts";
 import { join } from "node:path";
 import { ManagedProcess } from "../process/spawn.ts";
 import type { ServerState } from "../state.ts";
-import { KERNEL_BRIDGE_SOURCE } from "./kernel_bridge_source.ts";
+// A text import: the Python file ships with the package and loads like a module (from a checkout
+// or a registry), so the narrowed server needs no read access to its sources.
+import KERNEL_BRIDGE_SOURCE from "./kernel_bridge.py" with { type: "text" };
 import { kernelPython, notInstalled } from "./languages.ts";
 
 /** One event of a run, as the bridge sends it. */

@@ -1,15 +1,4 @@
-// deno-fmt-ignore-file -- the Python inside is formatted as Python.
-/**
- * The source of the kernel bridge, the Python program that runs the kernels of code contexts
- * (its docstring says how). It lives in a TypeScript module so the server can write it into its
- * private directory wherever the server's own files are (a checkout or a registry), and the
- * narrowed server needs no read access to its sources.
- *
- * @module
- */
-
-/** The bridge's Python source. */
-export const KERNEL_BRIDGE_SOURCE: string = String.raw`"""The server's kernel bridge: runs Jupyter kernels and a persistent bash for sandbar's code contexts.
+"""The server's kernel bridge: runs Jupyter kernels and a persistent bash for sandbar's code contexts.
 
 The sandbar server starts one bridge, lazily, and talks to it over this process's stdin and
 stdout, one JSON object a line. Kernels are driven with jupyter_client (the library Jupyter's own
@@ -505,4 +494,3 @@ def main():
 
 if __name__ == "__main__":
     main()
-`;
