@@ -50,7 +50,13 @@ export {
   ValidationError,
 } from "./errors/mod.ts";
 export type * from "./models/mod.ts";
-export { SANDBOX_STATUSES, type SandboxInfo, SandboxStatus } from "./models/sandbox.ts";
+export {
+  SANDBOX_STATUSES,
+  type SandboxEvent,
+  type SandboxInfo,
+  type SandboxMetrics,
+  SandboxStatus,
+} from "./models/sandbox.ts";
 
 // A sandbox and its modules.
 export { Sandbox, type ServerAtOptions } from "./sandbox/sandbox.ts";

@@ -26,6 +26,11 @@ export interface ProcessResult {
   stderrDropped: number;
   /** True when `exitCode` is 0. */
   success: boolean;
+  /**
+   * True when the kernel killed it for want of memory: the sandbox's memory limit was reached
+   * (`commands.run` of a sandbox whose provider reports OOM kills; absent elsewhere).
+   */
+  oomKilled?: boolean;
 }
 
 /** `stdout`, `stderr` or `exit`. */

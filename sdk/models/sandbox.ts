@@ -77,4 +77,48 @@ export interface SandboxInfo {
    * permissions only).
    */
   isolation?: string;
+  /**
+   * Processes of the sandbox the kernel killed for want of memory so far (`local`, where the
+   * sandbox has a cgroup); each is also an `oom_kill` event (`getEvents()`).
+   */
+  oomKills?: number;
+}
+
+/** Something that happened to a sandbox (`Sandbox.getEvents()`). */
+export interface SandboxEvent {
+  /** `oom_kill`: the kernel killed a process of it for want of memory. */
+  type: string;
+  /** When it was seen. */
+  at: Date;
+  /** What happened, in words. */
+  message: string;
+}
+
+/**
+ * A sandbox's use of its sizes now (`Sandbox.getMetrics()`; E2B's fields and more), read from its
+ * cgroup and its file system. Null where the provider cannot tell or no limit is in force.
+ */
+export interface SandboxMetrics {
+  /** When it was read. */
+  timestamp: Date;
+  /** The CPU quota in cores, or null when unlimited. */
+  cpuCount: number | null;
+  /** CPU used over the last second, in percent of the quota (of one core when unlimited). */
+  cpuUsedPct: number | null;
+  /** CPU time used since it started, in seconds. */
+  cpuUsedSeconds: number | null;
+  /** Memory in use (swap included where accounted), bytes. */
+  memUsed: number | null;
+  /** The memory limit, bytes. */
+  memTotal: number | null;
+  /** Bytes written to its disk. */
+  diskUsed: number | null;
+  /** The disk cap, bytes. */
+  diskTotal: number | null;
+  /** Processes and threads in it now. */
+  processes: number | null;
+  /** The process limit. */
+  processLimit: number | null;
+  /** Processes killed for want of memory so far. */
+  oomKills: number;
 }

@@ -8,7 +8,12 @@
  * @module
  */
 
-import type { SandboxInfo, SandboxStatus } from "../models/sandbox.ts";
+import type {
+  SandboxEvent,
+  SandboxInfo,
+  SandboxMetrics,
+  SandboxStatus,
+} from "../models/sandbox.ts";
 
 /** Credentials and endpoints a call may carry; each provider reads what it understands. */
 export interface ProviderCredentials {
@@ -130,4 +135,8 @@ export interface SandboxProvider {
   pause(sandboxId: string): Promise<void>;
   /** Continue a paused sandbox. */
   resume(sandboxId: string): Promise<void>;
+  /** Its use of its sizes now; a provider without it makes `getMetrics()` raise E8004. */
+  getMetrics?(sandboxId: string): Promise<SandboxMetrics>;
+  /** What happened to it (OOM kills), oldest first; absent: `getEvents()` raises E8004. */
+  getEvents?(sandboxId: string): Promise<SandboxEvent[]>;
 }

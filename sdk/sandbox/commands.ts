@@ -117,14 +117,22 @@ export class CommandsModule {
       return await this.#start(cmd, run);
     }
     const server = this.#ctx.server();
-    if (options.onStdout || options.onStderr) {
-      return await server.process.runStream(cmd, {
+    const started = new Date();
+    const result = options.onStdout || options.onStderr
+      ? await server.process.runStream(cmd, {
         ...run,
         onStdout: options.onStdout,
         onStderr: options.onStderr,
-      });
-    }
-    return await server.process.shell(cmd, run);
+      })
+      : await server.process.shell(cmd, run);
+    return await this.#withOom(result, started);
+  }
+
+  /** A SIGKILLed result says whether the kernel's OOM handling was what killed it. */
+  async #withOom(result: ProcessResult, started: Date): Promise<ProcessResult> {
+    const killed = result.signal === "SIGKILL" || result.exitCode === 137;
+    if (!killed || !this.#ctx.oomKilledSince || result.timedOut) return result;
+    return { ...result, oomKilled: await this.#ctx.oomKilledSince(started) };
   }
 
   /**

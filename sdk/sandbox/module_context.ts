@@ -15,4 +15,6 @@ export interface ModuleContext {
   readonly capabilities: ReadonlySet<string>;
   /** The client of the in-sandbox server (port 9000). */
   server(): ServerClient;
+  /** Whether the kernel killed a process of the sandbox for want of memory since `since`. */
+  oomKilledSince?(since: Date): Promise<boolean>;
 }

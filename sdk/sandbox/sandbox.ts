@@ -14,7 +14,12 @@ import {
   SandboxNotFoundError,
   ValidationError,
 } from "../errors/mod.ts";
-import type { SandboxInfo, SandboxStatus } from "../models/sandbox.ts";
+import type {
+  SandboxEvent,
+  SandboxInfo,
+  SandboxMetrics,
+  SandboxStatus,
+} from "../models/sandbox.ts";
 import { CodeModule, type CodeRunOptions } from "./code.ts";
 import { CommandsModule } from "./commands.ts";
 import { FilesModule } from "./files.ts";
@@ -94,6 +99,7 @@ export class Sandbox implements AsyncDisposable {
       sandboxId: handle.info.sandboxId,
       capabilities: this.#capabilities,
       server: () => this.server,
+      oomKilledSince: (since: Date) => this.#oomKilledSince(since),
     };
     this.commands = new CommandsModule(ctx);
     this.files = new FilesModule(ctx, () => this.#address(9000).url);
@@ -312,6 +318,34 @@ export class Sandbox implements AsyncDisposable {
   async pause(): Promise<void> {
     await this.#provider.pause(this.id);
     await this.refreshInfo();
+  }
+
+  /**
+   * Its use of its sizes now: CPU, memory, disk and processes against their limits (E2B has the
+   * same name), read by the provider from the sandbox's cgroup and file system.
+   */
+  async getMetrics(): Promise<SandboxMetrics> {
+    if (!this.#provider.getMetrics) throw this.#lacks("metrics");
+    return await this.#provider.getMetrics(this.id);
+  }
+
+  /** What happened to it (`oom_kill`: the kernel killed a process for want of memory). */
+  async getEvents(): Promise<SandboxEvent[]> {
+    if (!this.#provider.getEvents) throw this.#lacks("events");
+    return await this.#provider.getEvents(this.id);
+  }
+
+  #lacks(what: string): ProviderFeatureNotSupportedError {
+    return new ProviderFeatureNotSupportedError(
+      `The ${this.#provider.name} provider does not report a sandbox's ${what}`,
+    );
+  }
+
+  async #oomKilledSince(since: Date): Promise<boolean> {
+    if (!this.#provider.getEvents) return false;
+    const events = await this.#provider.getEvents(this.id).catch(() => []);
+    // The supervisor records a kill when it sees the kernel's count move: never before it.
+    return events.some((e) => e.type === "oom_kill" && e.at.getTime() >= since.getTime());
   }
 
   /** Continue a paused sandbox. */

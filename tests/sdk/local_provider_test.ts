@@ -57,7 +57,7 @@ Deno.test("create: an isolated sandbox with its state on disk, killed without a 
   );
   // Files written inside land in the sandbox's home on the host, nowhere else.
   await sandbox.files.write("/home/user/marker.txt", "inside");
-  assert.equal(await Deno.readTextFile(`${dir}/root/marker.txt`), "inside");
+  assert.equal(await Deno.readTextFile(`${dir}/disk/home/marker.txt`), "inside");
 
   await sandbox.kill();
   assert.equal(sandbox.status, "stopped");
@@ -137,7 +137,7 @@ Deno.test("setTimeout shortens the lifetime, and bad lifetimes are refused", asy
 
 Deno.test("pause stops every process (a counter stops advancing) and resume continues", async () => {
   await using sandbox = await Sandbox.create();
-  const counter = `${home}/sandboxes/${sandbox.id}/root/counter`;
+  const counter = `${home}/sandboxes/${sandbox.id}/disk/home/counter`;
   await sandbox.commands.start(
     "i=0; while true; do i=$((i+1)); echo $i > counter.tmp; mv counter.tmp counter; sleep 0.02; done",
     { timeout: 0 },
@@ -222,7 +222,7 @@ Deno.test("without bubblewrap: Deno permissions only, same API, nothing left", a
   const provider = new LocalProvider({ home, isolation: "none" });
   const sandbox = await Sandbox.create({ provider });
   const r = await sandbox.commands.run("pwd");
-  assert.equal(r.stdout.trim(), `${home}/sandboxes/${sandbox.id}/root`);
+  assert.equal(r.stdout.trim(), `${home}/sandboxes/${sandbox.id}/disk/home`);
   // The server's own file access is narrowed to the sandbox's directory.
   await assert.rejects(() => sandbox.files.read("/etc/hostname"));
   assert.equal(processesMentioning(`${home}/sandboxes/${sandbox.id}`).length > 0, true);

@@ -14,13 +14,40 @@ export type ControlRequest =
   | { op: "pause" }
   | { op: "resume" }
   | { op: "kill" }
+  | { op: "metrics" }
   | { op: "set_timeout"; seconds: number };
 
+/** What `metrics` answers: the cgroup's and the disk's counts (see `SandboxMetrics`). */
+export interface LocalMetrics {
+  /** CPU quota in cores. */
+  cpuLimit: number | null;
+  /** CPU time used, seconds. */
+  cpuSeconds: number | null;
+  /** CPU used over the last sample, percent of the quota (of one core without one). */
+  cpuPct: number | null;
+  /** Memory in use, bytes. */
+  memoryBytes: number | null;
+  /** Memory limit, bytes. */
+  memoryLimitBytes: number | null;
+  /** Disk used, bytes. */
+  diskBytes: number | null;
+  /** Disk size, bytes. */
+  diskLimitBytes: number | null;
+  /** Processes and threads. */
+  pids: number | null;
+  /** Their limit. */
+  pidsLimit: number | null;
+  /** OOM kills so far. */
+  oomKills: number;
+}
+
 /** A control answer. */
-export type ControlResponse = { ok: true; status: string; endAt: string } | {
-  ok: false;
-  error: string;
-};
+export type ControlResponse =
+  | { ok: true; status: string; endAt: string; metrics?: LocalMetrics }
+  | {
+    ok: false;
+    error: string;
+  };
 
 const NEWLINE = new Uint8Array([10]);
 const MAX_LINE = 64 * 1024;

@@ -17,7 +17,7 @@ import {
   TimeoutError,
   ValidationError,
 } from "../../errors/mod.ts";
-import type { SandboxInfo } from "../../models/sandbox.ts";
+import type { SandboxEvent, SandboxInfo, SandboxMetrics } from "../../models/sandbox.ts";
 import type {
   PortAddress,
   ProviderCreateRequest,
@@ -25,7 +25,14 @@ import type {
   SandboxHandle,
   SandboxProvider,
 } from "../types.ts";
-import { controlCall, type ControlRequest, ControlUnavailable } from "./control.ts";
+import { cgroupRef, cgroupSupport, killAll, removeCgroup } from "./cgroup.ts";
+import { diskSupport, prepareDisk, removeSandboxFiles } from "./disk.ts";
+import {
+  controlCall,
+  type ControlRequest,
+  ControlUnavailable,
+  type LocalMetrics,
+} from "./control.ts";
 import { denoDir, findBwrap, INSIDE_DENO, launchPlan } from "./launch.ts";
 import { cacheSandboxModules, packageSource } from "./package_source.ts";
 import { isAlive, killTree, procReadable } from "./procfs.ts";
@@ -33,7 +40,6 @@ import {
   type Isolation,
   type LocalState,
   readState,
-  removeTree,
   sandbarHome,
   SandboxDir,
   sandboxIds,
@@ -52,11 +58,23 @@ export interface LocalProviderOptions {
    * Default: `SANDBAR_ISOLATION` when set, else `bwrap`. Never a silent fallback.
    */
   isolation?: Isolation;
+  /**
+   * Whether sandboxes get a cgroup and a disk image, where the host allows (default true). With
+   * false nothing is enforced, `info` reports no sizes, and sizes asked for are refused (E8004).
+   */
+  limits?: boolean;
 }
 
 const ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789";
 const RESERVED_ENV = /^(SVC_SERVER_TOKEN|SANDBAR_.*)$/;
 const DEFAULT_START_TIMEOUT = 60;
+
+/**
+ * The sizes a sandbox gets when the caller names none, where the host can enforce them
+ * (`docs/sdk/sandbox.md`, Sizes): 2 cores (at most the host's), 2048 MiB of memory (swap
+ * included), 1024 processes and threads, 2048 MiB of disk.
+ */
+export const DEFAULT_SIZES = { cpu: 2, memory: 2048, pids: 1024, disk: 2048 } as const;
 
 function newId(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(20));
@@ -153,11 +171,13 @@ export class LocalProvider implements SandboxProvider {
   /** Where sandboxes live. */
   readonly home: string;
   readonly #isolation: Isolation | undefined;
+  readonly #limits: boolean;
 
   /** Make the provider (nothing is started until `create`). */
   constructor(options: LocalProviderOptions = {}) {
     this.home = options.home ?? sandbarHome();
     this.#isolation = options.isolation;
+    this.#limits = options.limits ?? true;
   }
 
   /** Create a sandbox: start its supervisor and wait until its server answers. */
@@ -177,6 +197,7 @@ export class LocalProvider implements SandboxProvider {
       if (RESERVED_ENV.test(name)) throw new ValidationError(`envs: ${name} is reserved`);
     }
     const isolation = chooseIsolation(request.isolation ?? this.#isolation);
+    checkSizes(request, this.#limits);
     const id = newId();
     const dir = new SandboxDir(this.home, id);
     if (dir.channelSocket.length > 107) {
@@ -190,7 +211,7 @@ export class LocalProvider implements SandboxProvider {
     try {
       handle = await this.#start(request, dir, id, isolation);
     } catch (e) {
-      await removeTree(dir.path).catch(() => {});
+      await removeSandboxFiles(dir).catch(() => {});
       throw e;
     }
     if (isolation === "none") warnNoIsolation(id);
@@ -203,10 +224,9 @@ export class LocalProvider implements SandboxProvider {
     id: string,
     isolation: Isolation,
   ): Promise<SandboxHandle> {
-    await Deno.mkdir(dir.root, { mode: 0o755 });
-    await Deno.mkdir(dir.run, { mode: 0o700 });
+    const sizes = sizesFor(request, id, this.#limits);
+    await prepareDisk(dir, sizes.disk);
     await Deno.mkdir(dir.channel, { mode: 0o700 });
-    if (isolation === "none") await Deno.mkdir(join(dir.path, "tmp"), { mode: 0o700 });
     const serverToken = newToken();
     const commandsFile = request.commandsFile
       ? await Deno.realPath(request.commandsFile).catch(() => {
@@ -227,6 +247,8 @@ export class LocalProvider implements SandboxProvider {
       sandboxDir: dir.path,
       rootDir: dir.root,
       runDir: dir.run,
+      tmpDir: dir.tmp,
+      memory: sizes.memory,
       channelDir: dir.channel,
       envs: request.envs,
       serverToken,
@@ -247,11 +269,9 @@ export class LocalProvider implements SandboxProvider {
       createdAt: new Date(now).toISOString(),
       endAt: new Date(now + request.timeout * 1000).toISOString(),
       metadata: request.metadata,
-      resources: {
-        cpu: request.cpu ?? null,
-        memory: request.memory ?? null,
-        disk: request.disk ?? null,
-      },
+      resources: { cpu: sizes.cpu, memory: sizes.memory, disk: sizes.disk },
+      pids: sizes.pids,
+      cgroup: sizes.cgroup,
       secure: request.secure,
       serverToken,
       accessToken,
@@ -301,10 +321,15 @@ export class LocalProvider implements SandboxProvider {
         if (e instanceof ControlUnavailable && e.timedOut) return true;
       }
     }
-    // The supervisor is gone; bubblewrap's --die-with-parent took the sandbox with it.
+    // The supervisor is gone; bubblewrap's --die-with-parent took the sandbox with it (and what
+    // left its tree is still in its cgroup).
     killTree(state.supervisor);
     killTree(state.sandbox);
-    await removeTree(dir.path).catch(() => {});
+    if (state.cgroup) {
+      await killAll(state.cgroup).catch(() => {});
+      removeCgroup(state.cgroup);
+    }
+    await removeSandboxFiles(dir).catch(() => {});
     return false;
   }
 
@@ -373,8 +398,44 @@ export class LocalProvider implements SandboxProvider {
     await supervisorGone(state.supervisor);
     killTree(state.sandbox);
     killTree(state.supervisor);
-    await removeTree(dir.path);
+    if (state.cgroup) {
+      await killAll(state.cgroup).catch(() => {});
+      removeCgroup(state.cgroup);
+    }
+    await removeSandboxFiles(dir);
     return true;
+  }
+
+  /** Its use of its sizes now, from its cgroup and its disk. */
+  async getMetrics(sandboxId: string): Promise<SandboxMetrics> {
+    const { metrics: m } = await this.#control(sandboxId, { op: "metrics" }) as {
+      metrics?: LocalMetrics;
+    };
+    if (!m) throw new SandboxError(`Sandbox ${sandboxId} did not report metrics`);
+    return {
+      timestamp: new Date(),
+      cpuCount: m.cpuLimit,
+      cpuUsedPct: m.cpuPct,
+      cpuUsedSeconds: m.cpuSeconds,
+      memUsed: m.memoryBytes,
+      memTotal: m.memoryLimitBytes,
+      diskUsed: m.diskBytes,
+      diskTotal: m.diskLimitBytes,
+      processes: m.pids,
+      processLimit: m.pidsLimit,
+      oomKills: m.oomKills,
+    };
+  }
+
+  /** What happened to it (OOM kills), oldest first. */
+  async getEvents(sandboxId: string): Promise<SandboxEvent[]> {
+    await this.#control(sandboxId, { op: "ping" }); // the supervisor looks at the cgroup now
+    const { state } = await this.#live(sandboxId);
+    return (state.events ?? []).map((e) => ({
+      type: e.type,
+      at: new Date(e.at),
+      message: e.message,
+    }));
   }
 
   /** Make the lifetime end `timeout` seconds from now. */
@@ -382,15 +443,60 @@ export class LocalProvider implements SandboxProvider {
     await this.#control(sandboxId, { op: "set_timeout", seconds: timeout });
   }
 
-  /** Stop every process of the sandbox (SIGSTOP); its lifetime keeps counting. */
+  /** Freeze every process of the sandbox (its cgroup; SIGSTOP without one). */
   async pause(sandboxId: string): Promise<void> {
     await this.#control(sandboxId, { op: "pause" });
   }
 
-  /** Continue a paused sandbox (SIGCONT). */
+  /** Continue a paused sandbox (thaw its cgroup). */
   async resume(sandboxId: string): Promise<void> {
     await this.#control(sandboxId, { op: "resume" });
   }
+}
+
+/** Sizes asked for must be enforceable here: else E8004 with the reason, as for `gpu`. */
+function checkSizes(request: ProviderCreateRequest, limits: boolean): void {
+  const asked = (["cpu", "memory"] as const).filter((k) => request[k] !== undefined);
+  const cgroups = limits ? cgroupSupport() : OFF;
+  if (asked.length && !cgroups.ok) {
+    throw new ProviderFeatureNotSupportedError(
+      `The local provider cannot enforce ${asked.join(" and ")} on this host: ${cgroups.reason}`,
+      { suggestion: `Leave out ${asked.join(" and ")}, or run where cgroups are writable.` },
+    );
+  }
+  const disk = limits ? diskSupport() : OFF;
+  if (request.disk !== undefined && !disk.ok) {
+    throw new ProviderFeatureNotSupportedError(
+      `The local provider cannot cap disk on this host: ${disk.reason}`,
+      { suggestion: "Leave out `disk`, or run as root where loop devices are available." },
+    );
+  }
+  if (request.memory !== undefined && request.memory < MIN_MEMORY) {
+    throw new ValidationError(
+      `memory must be at least ${MIN_MEMORY} MiB (the sandbox's own server needs about 80)`,
+    );
+  }
+  if (request.disk !== undefined && request.disk < MIN_DISK) {
+    throw new ValidationError(`disk must be at least ${MIN_DISK} MiB (ext4's own share)`);
+  }
+}
+
+const OFF = { ok: false, reason: "the provider was made with `limits: false`" } as const;
+const MIN_MEMORY = 128;
+const MIN_DISK = 16;
+
+/** The sizes in force (asked, else the defaults) and the cgroup, where the host has them. */
+function sizesFor(request: ProviderCreateRequest, id: string, limits: boolean) {
+  const cgroups = limits ? cgroupSupport() : OFF;
+  const disk = limits && diskSupport().ok ? request.disk ?? DEFAULT_SIZES.disk : null;
+  if (!cgroups.ok) return { cpu: null, memory: null, pids: null, disk, cgroup: undefined };
+  return {
+    cpu: request.cpu ?? Math.min(DEFAULT_SIZES.cpu, navigator.hardwareConcurrency),
+    memory: request.memory ?? DEFAULT_SIZES.memory,
+    pids: DEFAULT_SIZES.pids,
+    disk,
+    cgroup: cgroupRef(cgroups, id),
+  };
 }
 
 /**
@@ -454,6 +560,7 @@ function infoOf(state: LocalState, withToken: boolean): SandboxInfo {
     memoryMB: state.resources.memory,
     diskMB: state.resources.disk,
     isolation: state.isolation,
+    oomKills: state.events?.filter((e) => e.type === "oom_kill").at(-1)?.count ?? 0,
   };
 }
 

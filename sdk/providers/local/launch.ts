@@ -9,7 +9,8 @@
  * | `/usr`, `/bin`, `/lib` | the host's, read-only (`/bin` etc. as the host has them)     |
  * | `/etc`                 | a few files the tools need (passwd, hosts, ssl, …), read-only |
  * | `/home/user`           | the sandbox's own directory, writable (the server's root)   |
- * | `/tmp`, `/dev/shm`     | fresh tmpfs                                                  |
+ * | `/tmp`                 | the sandbox's own, on its disk (capped by `disk`)            |
+ * | `/dev/shm`             | a fresh tmpfs, no larger than the memory limit               |
  * | `/opt/sandbar/bin/deno`| this Deno, read-only                                         |
  * | the package, DENO_DIR  | read-only, at their host paths (the server runs from there)  |
  * | `/run/sandbar`         | the policy file, the server's state, the relay's key (once)  |
@@ -46,6 +47,10 @@ export interface LaunchInputs {
   rootDir: string;
   /** The run directory on the host. */
   runDir: string;
+  /** The sandbox's `/tmp` on the host. */
+  tmpDir: string;
+  /** The memory limit in MiB (it bounds `/dev/shm`, which is memory), or null. */
+  memory?: number | null;
   /** The directory of the supervisor's channel socket on the host (read-only inside). */
   channelDir: string;
   /** Environment variables of the sandbox. */
@@ -232,7 +237,7 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     PATH: `${bwrap ? "/opt/sandbar/bin:" : ""}/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:` +
       "/sbin:/bin",
     LANG: "C.UTF-8",
-    TMPDIR: bwrap ? "/tmp" : join(inputs.sandboxDir, "tmp"),
+    TMPDIR: bwrap ? "/tmp" : inputs.tmpDir,
     DENO_DIR: cache,
     DENO_NO_UPDATE_CHECK: "1",
     ...inputs.envs,
@@ -325,9 +330,13 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     "/proc",
     "--dev",
     "/dev",
+    // /dev/shm is memory: charged to the sandbox's memory limit, and no larger than it.
+    ...(inputs.memory ? ["--size", `${inputs.memory * 1024 * 1024}`] : []),
     "--tmpfs",
     "/dev/shm",
-    "--tmpfs",
+    // /tmp is on the sandbox's disk, under its cap, and kept with its files.
+    "--bind",
+    inputs.tmpDir,
     "/tmp",
     "--dir",
     "/var/tmp",

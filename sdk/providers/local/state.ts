@@ -7,8 +7,11 @@
  * ```
  * sandboxes/<id>/state.json   the state (mode 0600: it holds the tokens)
  * sandboxes/<id>/control.sock the supervisor's control socket
- * sandboxes/<id>/root/        the sandbox's home directory (/home/user inside)
- * sandboxes/<id>/run/         policy, server state (/run/sandbar inside)
+ * sandboxes/<id>/disk.img     its disk: a sparse ext4 image (where `disk` can be capped)
+ * sandboxes/<id>/disk/        the image's mount point (else a plain directory), holding
+ *                 disk/home/  the sandbox's home directory (/home/user inside)
+ *                 disk/tmp/   its /tmp
+ *                 disk/run/   policy, server state (/run/sandbar inside)
  * sandboxes/<id>/channel/     the supervisor's socket for the relay (read-only inside)
  * sandboxes/<id>/sandbox.log  what the sandbox's server printed (bounded)
  * ```
@@ -22,6 +25,7 @@
 import { join } from "node:path";
 import type { SandboxStatus } from "../../models/sandbox.ts";
 import { CHANNEL_SOCKET } from "./channel.ts";
+import type { CgroupRef } from "./cgroup.ts";
 import type { ProcessRef } from "./procfs.ts";
 
 /** How a sandbox is isolated: bubblewrap namespaces, or Deno permissions only. */
@@ -43,8 +47,14 @@ export interface LocalState {
   endAt: string;
   /** User metadata. */
   metadata: Record<string, string>;
-  /** Resources asked for (recorded, not enforced). */
+  /** Sizes in force (defaults applied; null where none is): enforced by the kernel. */
   resources: { cpu: number | null; memory: number | null; disk: number | null };
+  /** The process limit in force (the cgroup's `pids.max`), or null. */
+  pids?: number | null;
+  /** Its cgroup, when the host gives sandboxes one. */
+  cgroup?: CgroupRef;
+  /** What happened to it that a caller may want to know (OOM kills), oldest first, bounded. */
+  events?: SandboxEventRecord[];
   /** Whether port access needs the access token. */
   secure: boolean;
   /** The in-sandbox server's token. */
@@ -74,6 +84,18 @@ export interface LocalState {
   ports?: { http: number; pty: number };
   /** Without bubblewrap: the server's real ports on the host's loopback. */
   upstream?: { http: number; pty: number };
+}
+
+/** One recorded event of a sandbox. */
+export interface SandboxEventRecord {
+  /** `oom_kill`: the kernel killed a process of the sandbox for want of memory. */
+  type: "oom_kill";
+  /** When the supervisor saw it, ISO 8601. */
+  at: string;
+  /** What happened, in words. */
+  message: string;
+  /** The sandbox's OOM kills so far, this one included. */
+  count: number;
 }
 
 /**
@@ -112,13 +134,25 @@ export class SandboxDir {
   get controlSocket(): string {
     return join(this.path, "control.sock");
   }
+  /** Where its disk is mounted (a plain directory without a disk cap). */
+  get disk(): string {
+    return join(this.path, "disk");
+  }
+  /** Its disk image. */
+  get image(): string {
+    return join(this.path, "disk.img");
+  }
   /** The sandbox's home directory on the host. */
   get root(): string {
-    return join(this.path, "root");
+    return join(this.disk, "home");
+  }
+  /** Its `/tmp` (also bounded by the disk). */
+  get tmp(): string {
+    return join(this.disk, "tmp");
   }
   /** Bound at `/run/sandbar` inside. */
   get run(): string {
-    return join(this.path, "run");
+    return join(this.disk, "run");
   }
   /** Bound read-only at `/run/sandbar-channel` inside. */
   get channel(): string {

@@ -6,9 +6,12 @@
  *   parent: bubblewrap's `--die-with-parent` takes the sandbox down if the supervisor dies;
  * - serves the two loopback gateways (HTTP and PTY) that forward into the sandbox;
  * - enforces the lifetime: at `endAt` it kills the sandbox, whoever created it;
- * - answers the control socket: `ping`, `pause` (SIGSTOP to every process of the sandbox),
- *   `resume` (SIGCONT), `set_timeout`, `kill`;
- * - on the end, for any reason, kills every process of the sandbox and removes its directory.
+ * - puts the sandbox in a cgroup of its own before it runs anything (see `cgroup.ts`), where the
+ *   kernel enforces its sizes, and watches it for OOM kills (recorded as events in its state);
+ * - answers the control socket: `ping`, `pause` (freezes the cgroup; without one, SIGSTOP to
+ *   every process of the tree), `resume`, `set_timeout`, `kill`;
+ * - on the end, for any reason, kills every process of the sandbox (every member of its cgroup)
+ *   and removes its directory and cgroup.
  *
  * ```sh
  * deno run … supervisor.ts $SANDBAR_HOME/sandboxes/<id>
@@ -22,19 +25,19 @@
 
 import { basename, dirname, join } from "node:path";
 import { capabilityNames } from "../capabilities.ts";
+import { cgroupStats, createCgroup, enterArgv, freeze, killAll, removeCgroup } from "./cgroup.ts";
 import { newRelayKey, RELAY_KEY_FILE, RelayChannel } from "./channel.ts";
-import { type ControlRequest, type ControlResponse, serveControl } from "./control.ts";
+import {
+  type ControlRequest,
+  type ControlResponse,
+  type LocalMetrics,
+  serveControl,
+} from "./control.ts";
 import { type Gateway, startGateway } from "./gateway.ts";
+import { diskUsage, mountImage, removeSandboxFiles } from "./disk.ts";
 import { killTree, processRef, signalTree } from "./procfs.ts";
 import type { Duplex } from "./splice.ts";
-import {
-  type LocalState,
-  readState,
-  removeTree,
-  SandboxDir,
-  writeAtomic,
-  writeState,
-} from "./state.ts";
+import { type LocalState, readState, SandboxDir, writeAtomic, writeState } from "./state.ts";
 
 const LOG_LIMIT = 8 * 1024 * 1024;
 const TAIL = 4096;
@@ -96,16 +99,76 @@ class Supervisor {
     this.timer = setTimeout(() => this.stop(), ms);
   }
 
-  /** From `from` to `to` by sending `signal` to every process of the sandbox; else nothing. */
+  /**
+   * From `from` to `to` by freezing (or thawing) the sandbox's cgroup; without one, by sending
+   * `signal` to every process of its tree. Else nothing.
+   */
   async transition(from: string, to: "paused" | "running", signal: Deno.Signal): Promise<void> {
     if (this.state.status !== from) return;
-    signalTree(this.treeRoot, signal);
+    if (this.state.cgroup) await freeze(this.state.cgroup, to === "paused");
+    else signalTree(this.treeRoot, signal);
     this.state.status = to;
     await this.save();
   }
 
+  /** The last CPU samples: [time ms, CPU µs]. */
+  cpuSamples: [number, number][] = [];
+
+  /**
+   * Sample the cgroup (every 500 ms): the CPU time for the CPU share, and the OOM kills the
+   * kernel counted since the last look (an event each time).
+   */
+  watchMemory(): void {
+    if (!this.state.cgroup || this.stopping) return;
+    let count: number;
+    try {
+      const stats = cgroupStats(this.state.cgroup);
+      count = stats.oomKills;
+      if (stats.cpuUsageUs !== null) {
+        this.cpuSamples = [...this.cpuSamples, [performance.now(), stats.cpuUsageUs]]
+          .slice(-4) as [number, number][];
+      }
+    } catch {
+      return;
+    }
+    const seen = this.state.events?.filter((e) => e.type === "oom_kill").at(-1)?.count ?? 0;
+    if (count <= seen) return;
+    const limit = this.state.resources.memory;
+    this.state.events = [...(this.state.events ?? []), {
+      type: "oom_kill" as const,
+      at: new Date().toISOString(),
+      message: `the kernel killed ${count - seen} process(es) of the sandbox: memory limit ` +
+        `${limit} MiB reached`,
+      count,
+    }].slice(-100);
+    this.save();
+  }
+
+  async metrics(): Promise<LocalMetrics> {
+    this.watchMemory();
+    const disk = await diskUsage(this.dir.disk);
+    const stats = this.state.cgroup ? cgroupStats(this.state.cgroup) : null;
+    // The share over the last second or so: the newest sample against one 400 ms older or more.
+    const b = this.cpuSamples.at(-1);
+    const a = this.cpuSamples.findLast((s) => b !== undefined && b[0] - s[0] >= 400);
+    const cores = stats?.cpuLimit ?? 1;
+    const pct = a && b && b[0] > a[0] ? (b[1] - a[1]) / 1000 / (b[0] - a[0]) / cores * 100 : null;
+    return {
+      cpuLimit: stats?.cpuLimit ?? null,
+      cpuSeconds: stats?.cpuUsageUs == null ? null : stats.cpuUsageUs / 1e6,
+      cpuPct: pct === null ? null : Math.round(pct * 10) / 10,
+      memoryBytes: stats?.memoryBytes ?? null,
+      memoryLimitBytes: stats?.memoryLimitBytes ?? null,
+      diskBytes: disk?.used ?? null,
+      diskLimitBytes: this.state.resources.disk === null ? null : disk?.size ?? null,
+      pids: stats?.pids ?? null,
+      pidsLimit: stats?.pidsLimit ?? null,
+      oomKills: stats?.oomKills ?? 0,
+    };
+  }
+
   async control(request: ControlRequest): Promise<ControlResponse> {
-    const ok = (): ControlResponse => ({
+    const ok = (): ControlResponse & { ok: true } => ({
       ok: true,
       status: this.state.status,
       endAt: this.state.endAt,
@@ -113,7 +176,11 @@ class Supervisor {
     if (this.stopping && request.op !== "kill") return { ok: false, error: "stopping" };
     switch (request.op) {
       case "ping":
+        this.watchMemory(); // a caller asking now sees an OOM kill of a moment ago
+        await this.writes;
         return ok();
+      case "metrics":
+        return { ...ok(), metrics: await this.metrics() };
       case "pause":
         await this.transition("running", "paused", "SIGSTOP");
         return ok();
@@ -147,13 +214,15 @@ class Supervisor {
       for (const g of this.gateways) g.close();
       this.channel?.close();
       const root = processRef(this.treeRoot);
+      if (this.state.cgroup) await killAll(this.state.cgroup).catch(() => {});
       if (this.state.isolation === "bwrap") killTree(root ?? undefined);
       else signalTree(Deno.pid, "SIGKILL");
       await this.child.status.catch(() => {});
+      if (this.state.cgroup) removeCgroup(this.state.cgroup);
       await this.writes;
       this.log?.close();
       this.log = undefined;
-      await removeTree(this.dir.path).catch(() => {});
+      await removeSandboxFiles(this.dir).catch(() => {});
       // Signal listeners would keep this process alive; leave once the answer to a `kill` is out.
       setTimeout(() => Deno.exit(0), 50);
     })();
@@ -224,7 +293,30 @@ async function main(path: string): Promise<number> {
     await Deno.remove(dir.channelSocket).catch(() => {});
     sup.channel = new RelayChannel(dir.channelSocket, key);
   }
-  const [cmd, ...args] = state.launch.argv;
+  let argv = state.launch.argv;
+  if (state.resources.disk !== null) {
+    try {
+      await mountImage(dir.image, dir.disk); // made by the creator; mounted again after a restart
+    } catch (e) {
+      say({ event: "error", message: `cannot mount the sandbox's disk: ${(e as Error).message}` });
+      return 1;
+    }
+  }
+  if (state.cgroup) {
+    try {
+      createCgroup(state.cgroup, {
+        cpu: state.resources.cpu,
+        memory: state.resources.memory,
+        pids: state.pids ?? null,
+      });
+    } catch (e) {
+      await removeSandboxFiles(dir).catch(() => {});
+      say({ event: "error", message: `cannot set the sandbox's cgroup: ${(e as Error).message}` });
+      return 1;
+    }
+    argv = enterArgv(state.cgroup, argv);
+  }
+  const [cmd, ...args] = argv;
   sup.log = await Deno.open(dir.log, { append: true, create: true, mode: 0o600 });
   sup.child = new Deno.Command(cmd, {
     args,
@@ -301,6 +393,7 @@ async function main(path: string): Promise<number> {
   state.ports = { http: sup.gateways[0].port, pty: sup.gateways[1].port };
   await sup.save();
   sup.armTimer();
+  setInterval(() => sup.watchMemory(), 500);
   for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
     Deno.addSignalListener(signal, () => sup.stop());
   }

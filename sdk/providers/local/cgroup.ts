@@ -1,0 +1,388 @@
+/**
+ * A local sandbox's cgroup: the kernel's enforcement of its sizes (CPU quota, memory with swap,
+ * process count), its pause (the freezer) and a kill no process can escape (every member, not a
+ * tree that a `setsid` or a double fork leaves).
+ *
+ * Both hierarchies are handled:
+ *
+ * - **cgroup v1** (one mount per controller, as on this project's CI host): a directory
+ *   `sandbar/<id>` under this process's own cgroup in each of the `cpu`, `cpuacct`, `memory`,
+ *   `pids` and `freezer` hierarchies; `cpu.cfs_quota_us`, `memory.limit_in_bytes` and
+ *   `memory.memsw.limit_in_bytes` (memory plus swap, where the kernel accounts swap), `pids.max`,
+ *   `freezer.state`.
+ * - **cgroup v2** (one unified mount at `/sys/fs/cgroup`): a directory `sandbar/<id>` beside this
+ *   process's own cgroup (a cgroup with processes cannot enable controllers for its children),
+ *   which works as root and for a user with a delegated subtree (systemd's `user@.service`);
+ *   `cpu.max`, `memory.max` with `memory.swap.max = 0`, `pids.max`, `cgroup.freeze`,
+ *   `cgroup.kill`. `SANDBAR_CGROUP` names another parent directory.
+ *
+ * Where no hierarchy is writable, {@linkcode cgroupSupport} says why, and a sandbox that asks for
+ * a size is refused with that reason (as `gpu` is): never a limit recorded but not enforced.
+ *
+ * The sandbox's first process enters its cgroup itself before it `exec`s bubblewrap
+ * ({@linkcode enterArgv}), so nothing of the sandbox ever runs outside it.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+
+/** Sizes in force; null where none is. */
+export interface Limits {
+  /** CPU cores (a quota: `cpu` × 100 ms of CPU time per 100 ms). */
+  cpu: number | null;
+  /** Memory in MiB, swap included. */
+  memory: number | null;
+  /** Processes and threads. */
+  pids: number | null;
+}
+
+/** Where a sandbox's cgroup is: the hierarchy's version and its directories. */
+export interface CgroupRef {
+  /** 1 or 2. */
+  version: 1 | 2;
+  /** v1: controller → directory; v2: `unified` → the directory. */
+  dirs: Record<string, string>;
+}
+
+/** What the kernel counted for a cgroup. */
+export interface CgroupStats {
+  /** CPU time used, in microseconds. */
+  cpuUsageUs: number | null;
+  /** Memory in use, in bytes (v1: memory plus swap where accounted). */
+  memoryBytes: number | null;
+  /** Memory limit in bytes, or null when none. */
+  memoryLimitBytes: number | null;
+  /** Processes killed by the kernel for want of memory, since the cgroup was made. */
+  oomKills: number;
+  /** Processes and threads in it now. */
+  pids: number | null;
+  /** The process limit, or null when none. */
+  pidsLimit: number | null;
+  /** The CPU quota in cores, or null when none. */
+  cpuLimit: number | null;
+}
+
+/** Whether this host can give sandboxes cgroups, and where. */
+export type CgroupSupport =
+  | { ok: true; version: 1; parents: Record<string, string> }
+  | { ok: true; version: 2; parent: string }
+  | { ok: false; reason: string };
+
+const V1_CONTROLLERS = ["cpu", "cpuacct", "memory", "pids", "freezer"] as const;
+const V2_CONTROLLERS = ["cpu", "memory", "pids"];
+const PERIOD_US = 100_000;
+const UNLIMITED_V1 = 9_223_372_036_854_771_712;
+
+function read(path: string): string | null {
+  try {
+    return Deno.readTextFileSync(path).trim();
+  } catch {
+    return null;
+  }
+}
+
+function write(path: string, value: string): void {
+  Deno.writeTextFileSync(path, value);
+}
+
+function writable(dir: string): boolean {
+  try {
+    Deno.mkdirSync(join(dir, "sandbar"), { recursive: true });
+    return Deno.statSync(join(dir, "sandbar", "cgroup.procs")).isFile;
+  } catch {
+    return false;
+  }
+}
+
+/** Mount points of cgroup hierarchies, from `/proc/self/mountinfo`. */
+function mounts(): { v1: Map<string, string>; v2: string | null } {
+  const v1 = new Map<string, string>();
+  let v2: string | null = null;
+  for (const line of (read("/proc/self/mountinfo") ?? "").split("\n")) {
+    const [left, right] = line.split(" - ");
+    if (!right) continue;
+    const point = left.split(" ")[4];
+    const [type, , options] = right.split(" ");
+    if (type === "cgroup2" && (v2 === null || point === "/sys/fs/cgroup")) v2 = point;
+    if (type !== "cgroup") continue;
+    for (const option of options.split(",")) {
+      if ((V1_CONTROLLERS as readonly string[]).includes(option)) v1.set(option, point);
+    }
+  }
+  return { v1, v2 };
+}
+
+/** This process's cgroup paths by controller (`""` for v2's unified one). */
+function ownCgroups(): Map<string, string> {
+  const own = new Map<string, string>();
+  for (const line of (read("/proc/self/cgroup") ?? "").split("\n")) {
+    const [, controllers, path] = line.split(/:(.*?):/);
+    if (path === undefined) continue;
+    for (const c of controllers.split(",")) own.set(c, path);
+  }
+  return own;
+}
+
+let detected: CgroupSupport | undefined;
+
+/**
+ * Whether sandboxes can have cgroups on this host (read once per process): a v1 hierarchy of
+ * each needed controller, or a v2 one with `cpu`, `memory` and `pids`, that this user can write.
+ *
+ * @example
+ * ```ts ignore
+ * const support = cgroupSupport();
+ * if (!support.ok) console.log(`sizes cannot be enforced: ${support.reason}`);
+ * ```
+ */
+export function cgroupSupport(): CgroupSupport {
+  return detected ??= detect();
+}
+
+function detect(): CgroupSupport {
+  if (Deno.build.os !== "linux") return { ok: false, reason: "cgroups are a Linux feature" };
+  try {
+    Deno.readTextFileSync("/proc/self/cgroup");
+  } catch (e) {
+    return { ok: false, reason: `cannot read /proc (Deno needs -A): ${(e as Error).message}` };
+  }
+  const { v1, v2 } = mounts();
+  const own = ownCgroups();
+  const explicit = Deno.env.get("SANDBAR_CGROUP");
+  if (explicit) return v2Parent(explicit);
+  if (v1.size > 0) {
+    const missing = V1_CONTROLLERS.filter((c) => !v1.has(c));
+    if (missing.length) {
+      return {
+        ok: false,
+        reason: `the cgroup v1 controllers ${missing.join(", ")} are not mounted`,
+      };
+    }
+    const parents: Record<string, string> = {};
+    for (const c of V1_CONTROLLERS) {
+      const dir = join(v1.get(c)!, own.get(c) ?? "/");
+      if (!writable(dir)) {
+        return {
+          ok: false,
+          reason: `cgroup v1 ${c} hierarchy not writable by this user (${dir}); run as root`,
+        };
+      }
+      parents[c] = join(dir, "sandbar");
+    }
+    return { ok: true, version: 1, parents };
+  }
+  if (v2 === null) return { ok: false, reason: "no cgroup hierarchy is mounted" };
+  const mine = join(v2, own.get("") ?? "/");
+  // A cgroup with processes cannot give its children controllers: use its parent.
+  return v2Parent(mine === v2 ? v2 : join(mine, ".."));
+}
+
+function v2Parent(dir: string): CgroupSupport {
+  if (read(join(dir, "cgroup.controllers")) === null) {
+    return { ok: false, reason: `${dir} is not a cgroup v2 directory` };
+  }
+  if (!writable(dir)) {
+    return {
+      ok: false,
+      reason: `cgroup v2 directory ${dir} not writable by this user; run as root or ` +
+        "delegate a subtree (systemd Delegate=yes) and name it in SANDBAR_CGROUP",
+    };
+  }
+  const wanted = V2_CONTROLLERS.map((c) => `+${c}`).join(" ");
+  try {
+    write(join(dir, "cgroup.subtree_control"), wanted);
+  } catch { /* already on, or not ours to switch on: the check below tells */ }
+  const parent = join(dir, "sandbar");
+  const available = (read(join(parent, "cgroup.controllers")) ?? "").split(" ");
+  const missing = V2_CONTROLLERS.filter((c) => !available.includes(c));
+  if (missing.length) {
+    return {
+      ok: false,
+      reason: `the cgroup v2 controllers ${missing.join(", ")} are not delegated to ${dir}`,
+    };
+  }
+  try {
+    write(join(parent, "cgroup.subtree_control"), wanted);
+  } catch (e) {
+    return { ok: false, reason: `cannot enable controllers in ${parent}: ${(e as Error).message}` };
+  }
+  return { ok: true, version: 2, parent };
+}
+
+/** Where sandbox `id`'s cgroup is (nothing is made yet). */
+export function cgroupRef(support: CgroupSupport, id: string): CgroupRef {
+  if (!support.ok) throw new Error(support.reason);
+  return support.version === 1
+    ? {
+      version: 1,
+      dirs: Object.fromEntries(
+        Object.entries(support.parents).map(([c, parent]) => [c, join(parent, id)]),
+      ),
+    }
+    : { version: 2, dirs: { unified: join(support.parent, id) } };
+}
+
+/**
+ * Make the cgroup and set its limits. Throws when the kernel refuses one (the half-made cgroup
+ * is removed).
+ */
+export function createCgroup(ref: CgroupRef, limits: Limits): void {
+  try {
+    for (const dir of new Set(Object.values(ref.dirs))) Deno.mkdirSync(dir, { recursive: true });
+    setLimits(ref, limits);
+  } catch (e) {
+    removeCgroup(ref);
+    throw e;
+  }
+}
+
+function setLimits(ref: CgroupRef, limits: Limits): void {
+  const quota = limits.cpu === null ? null : Math.round(limits.cpu * PERIOD_US);
+  const memory = limits.memory === null ? null : limits.memory * 1024 * 1024;
+  if (ref.version === 1) {
+    const { cpu, memory: mem, pids } = ref.dirs;
+    if (quota !== null) {
+      write(join(cpu, "cpu.cfs_period_us"), `${PERIOD_US}`);
+      write(join(cpu, "cpu.cfs_quota_us"), `${quota}`);
+    }
+    if (memory !== null) {
+      write(join(mem, "memory.limit_in_bytes"), `${memory}`);
+      // Swap too, where the kernel accounts it: memory plus swap never passes the limit.
+      const memsw = join(mem, "memory.memsw.limit_in_bytes");
+      if (read(memsw) !== null) write(memsw, `${memory}`);
+      else write(join(mem, "memory.swappiness"), "0");
+    }
+    if (limits.pids !== null) write(join(pids, "pids.max"), `${limits.pids}`);
+    return;
+  }
+  const dir = ref.dirs.unified;
+  if (quota !== null) write(join(dir, "cpu.max"), `${quota} ${PERIOD_US}`);
+  if (memory !== null) {
+    write(join(dir, "memory.max"), `${memory}`);
+    if (read(join(dir, "memory.swap.max")) !== null) write(join(dir, "memory.swap.max"), "0");
+  }
+  if (limits.pids !== null) write(join(dir, "pids.max"), `${limits.pids}`);
+}
+
+/**
+ * `argv` behind a shell that first moves itself into the cgroup, then `exec`s it: the sandbox's
+ * first process is in its cgroup before it runs anything (and so is every descendant).
+ */
+export function enterArgv(ref: CgroupRef, argv: string[]): string[] {
+  const files = [...new Set(Object.values(ref.dirs))].map((d) => join(d, "cgroup.procs"));
+  const quoted = files.map((f) => `'${f.replaceAll("'", `'\\''`)}'`).join(" ");
+  return [
+    "/bin/sh",
+    "-c",
+    `for f in ${quoted}; do echo $$ > "$f" || exit 125; done; exec "$@"`,
+    "sandbar-enter",
+    ...argv,
+  ];
+}
+
+/** Pids of every process in the cgroup. */
+export function members(ref: CgroupRef): number[] {
+  const dir = ref.version === 1 ? ref.dirs.freezer : ref.dirs.unified;
+  const text = read(join(dir, "cgroup.procs")) ?? "";
+  return text.split("\n").filter(Boolean).map(Number);
+}
+
+/**
+ * Freeze every process of the cgroup, those forked meanwhile included, and wait until the kernel
+ * says it is frozen (a fork in flight is caught by the freezer, not by a rescan).
+ */
+export async function freeze(ref: CgroupRef, frozen = true): Promise<void> {
+  const [file, value, done] = ref.version === 1
+    ? [join(ref.dirs.freezer, "freezer.state"), frozen ? "FROZEN" : "THAWED", "state"]
+    : [join(ref.dirs.unified, "cgroup.freeze"), frozen ? "1" : "0", "events"];
+  write(file, value);
+  const until = Date.now() + 10_000;
+  while (Date.now() < until) {
+    if (done === "state" ? read(file) === value : frozenV2(ref) === frozen) return;
+    if (done === "state" && frozen) write(file, value); // v1: FREEZING can need a nudge
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  throw new Error(`the cgroup did not become ${frozen ? "frozen" : "thawed"} in 10 s`);
+}
+
+function frozenV2(ref: CgroupRef): boolean {
+  return /^frozen 1$/m.test(read(join(ref.dirs.unified, "cgroup.events")) ?? "");
+}
+
+/**
+ * Kill every process of the cgroup, wherever it moved in the process tree (a `setsid`, a double
+ * fork), and wait until none is left. v2 has `cgroup.kill`; v1 freezes the cgroup (no process can
+ * fork while frozen), SIGKILLs every member, and thaws it so the kills land.
+ */
+export async function killAll(ref: CgroupRef): Promise<void> {
+  if (ref.version === 2 && read(join(ref.dirs.unified, "cgroup.kill")) !== null) {
+    write(join(ref.dirs.unified, "cgroup.kill"), "1");
+  } else {
+    await freeze(ref).catch(() => {});
+    for (const pid of members(ref)) {
+      try {
+        Deno.kill(pid, "SIGKILL");
+      } catch { /* gone */ }
+    }
+    await freeze(ref, false).catch(() => {});
+  }
+  const until = Date.now() + 10_000;
+  while (members(ref).length > 0 && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 10));
+    if (ref.version === 1) { for (const pid of members(ref)) Deno.kill(pid, "SIGKILL"); }
+  }
+}
+
+/** Remove the cgroup's directories (they must be empty of processes); best effort. */
+export function removeCgroup(ref: CgroupRef): void {
+  for (const dir of new Set(Object.values(ref.dirs))) {
+    try {
+      Deno.removeSync(dir);
+    } catch { /* gone, or still busy */ }
+  }
+}
+
+function num(text: string | null): number | null {
+  if (text === null || text === "max") return null;
+  const n = Number(text);
+  return Number.isFinite(n) ? n : null;
+}
+
+function field(text: string | null, name: string): number | null {
+  const m = new RegExp(`^${name} (\\d+)$`, "m").exec(text ?? "");
+  return m ? Number(m[1]) : null;
+}
+
+/** What the kernel counted for the cgroup now. */
+export function cgroupStats(ref: CgroupRef): CgroupStats {
+  if (ref.version === 1) {
+    const { cpu, cpuacct, memory, pids } = ref.dirs;
+    const ns = num(read(join(cpuacct, "cpuacct.usage")));
+    const memsw = num(read(join(memory, "memory.memsw.usage_in_bytes")));
+    const limit = num(read(join(memory, "memory.memsw.limit_in_bytes"))) ??
+      num(read(join(memory, "memory.limit_in_bytes")));
+    const quota = num(read(join(cpu, "cpu.cfs_quota_us")));
+    const period = num(read(join(cpu, "cpu.cfs_period_us"))) ?? PERIOD_US;
+    return {
+      cpuUsageUs: ns === null ? null : Math.round(ns / 1000),
+      memoryBytes: memsw ?? num(read(join(memory, "memory.usage_in_bytes"))),
+      memoryLimitBytes: limit === null || limit >= UNLIMITED_V1 ? null : limit,
+      oomKills: field(read(join(memory, "memory.oom_control")), "oom_kill") ?? 0,
+      pids: num(read(join(pids, "pids.current"))),
+      pidsLimit: num(read(join(pids, "pids.max"))),
+      cpuLimit: quota === null || quota < 0 ? null : quota / period,
+    };
+  }
+  const dir = ref.dirs.unified;
+  const [quota, period] = (read(join(dir, "cpu.max")) ?? "max").split(" ");
+  return {
+    cpuUsageUs: field(read(join(dir, "cpu.stat")), "usage_usec"),
+    memoryBytes: num(read(join(dir, "memory.current"))),
+    memoryLimitBytes: num(read(join(dir, "memory.max"))),
+    oomKills: field(read(join(dir, "memory.events")), "oom_kill") ?? 0,
+    pids: num(read(join(dir, "pids.current"))),
+    pidsLimit: num(read(join(dir, "pids.max"))),
+    cpuLimit: quota === "max" ? null : Number(quota) / Number(period ?? PERIOD_US),
+  };
+}

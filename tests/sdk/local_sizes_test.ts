@@ -1,0 +1,229 @@
+/**
+ * A local sandbox's sizes are enforced by the kernel, each judged by its side effect: memory
+ * (an allocation past it is OOM-killed inside that sandbox only, and reported), processes (a
+ * fork bomb stops at the limit), CPU (a busy loop gets about its quota, measured by the cgroup),
+ * disk (ENOSPC inside, nothing outside); the freezer's pause (a program forking in a tight loop
+ * stops advancing) and a kill no process escapes (a `setsid` double fork).
+ */
+
+import assert from "node:assert/strict";
+import { LocalProvider, ProviderFeatureNotSupportedError, Sandbox } from "../../sdk/mod.ts";
+import {
+  dropSandbarHome,
+  holdsWithin,
+  processesMentioning,
+  useSandbarHome,
+} from "./sandbox_helpers.ts";
+
+const home = await useSandbarHome();
+Deno.test.afterAll(() => dropSandbarHome(home));
+
+const root = Deno.uid() === 0;
+const cgroupsHere = root && (() => {
+  try {
+    return Deno.statSync("/sys/fs/cgroup/freezer").isDirectory ||
+      Deno.statSync("/sys/fs/cgroup/cgroup.controllers").isFile;
+  } catch {
+    return false;
+  }
+})();
+const ignore = !cgroupsHere;
+
+type State = { cgroup: { version: 1 | 2; dirs: Record<string, string> } };
+function stateOf(sandbox: Sandbox): State {
+  return JSON.parse(Deno.readTextFileSync(`${home}/sandboxes/${sandbox.id}/state.json`));
+}
+
+Deno.test({
+  name: "memory: an allocation past it is killed inside that sandbox only, and reported",
+  ignore,
+  fn: async () => {
+    await using small = await Sandbox.create({ memory: 256, cpu: 1 });
+    await using neighbour = await Sandbox.create({ cpu: 1 });
+    assert.equal(small.info.memoryMB, 256);
+    assert.equal(neighbour.info.memoryMB, 2048, "the default is in force and reported");
+    const r = await small.commands.run("python3 -c 'b = b\"x\" * (1 << 30); print(len(b))'");
+    assert.equal(r.signal, "SIGKILL", JSON.stringify(r));
+    assert.equal(r.oomKilled, true);
+    assert.equal(r.stdout, "");
+    const events = await small.getEvents();
+    assert.equal(events.length, 1);
+    assert.equal(events[0].type, "oom_kill");
+    assert.match(events[0].message, /memory limit 256 MiB/);
+    assert.equal((await small.refreshInfo()).oomKills, 1);
+    assert.equal((await small.getMetrics()).oomKills, 1);
+    // The sandbox itself, its neighbour and this host keep answering.
+    assert.equal((await small.commands.run("echo still here")).stdout, "still here\n");
+    assert.equal((await neighbour.commands.run("echo fine")).stdout, "fine\n");
+    assert.deepEqual(await neighbour.getEvents(), []);
+    // A command killed by other means is not called an OOM kill.
+    const killed = await small.commands.run("kill -9 $$");
+    assert.equal(killed.oomKilled, false);
+  },
+});
+
+Deno.test({
+  name: "processes: a fork bomb stops at the limit while another sandbox answers",
+  ignore,
+  fn: async () => {
+    await using bomb = await Sandbox.create({ cpu: 1 });
+    // (Inside, nothing new can start while the bomb holds every slot: its own affair.)
+    await using neighbour = await Sandbox.create({ cpu: 1 });
+    await bomb.commands.start("bomb() { bomb | bomb & }; bomb; sleep 300", { timeout: 0 });
+    const limit = (await bomb.getMetrics()).processLimit!;
+    assert.equal(limit, 1024);
+    let peak = 0;
+    assert.ok(
+      await holdsWithin(async () => {
+        peak = Math.max(peak, (await bomb.getMetrics()).processes ?? 0);
+        return peak >= limit - 10;
+      }, 30),
+      `the bomb reached only ${peak} of ${limit}`,
+    );
+    for (let i = 0; i < 5; i++) {
+      const now = (await bomb.getMetrics()).processes!;
+      assert.ok(now <= limit, `${now} processes past the limit ${limit}`);
+      assert.equal((await neighbour.commands.run("echo fine")).stdout, "fine\n");
+    }
+    await bomb.kill();
+    assert.equal(processesMentioning(`sandboxes/${bomb.id}`).length, 0);
+    const dirs = Object.values(stateOf(neighbour).cgroup.dirs)
+      .map((d) => d.replace(neighbour.id, bomb.id));
+    for (const d of dirs) assert.throws(() => Deno.statSync(d), "the cgroup is removed");
+  },
+});
+
+/** The CPU quota in cores, as the kernel holds it. */
+function quota(state: State): number {
+  const { version, dirs } = state.cgroup;
+  if (version === 2) {
+    const [q, period] = Deno.readTextFileSync(`${dirs.unified}/cpu.max`).trim().split(" ");
+    return Number(q) / Number(period);
+  }
+  const q = Number(Deno.readTextFileSync(`${dirs.cpu}/cpu.cfs_quota_us`));
+  return q / Number(Deno.readTextFileSync(`${dirs.cpu}/cpu.cfs_period_us`));
+}
+
+Deno.test({
+  name: "cpu: 1 holds three busy loops to about one core, by the cgroup's accounting",
+  ignore,
+  fn: async () => {
+    await using sandbox = await Sandbox.create({ cpu: 1 });
+    assert.equal(sandbox.info.cpuCount, 1);
+    await sandbox.commands.start(
+      "for i in 1 2 3; do (while :; do :; done) & done; wait",
+      { timeout: 0 },
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    const a = await sandbox.getMetrics();
+    const t0 = performance.now();
+    await new Promise((r) => setTimeout(r, 3000));
+    const b = await sandbox.getMetrics();
+    const cores = (b.cpuUsedSeconds! - a.cpuUsedSeconds!) / ((performance.now() - t0) / 1000);
+    assert.ok(cores <= 1.15, `${cores.toFixed(2)} cores used under a quota of 1`);
+    assert.equal(quota(stateOf(sandbox)), 1, "the kernel's quota is one core per period");
+    assert.equal(b.cpuCount, 1);
+  },
+});
+
+Deno.test({
+  name: "disk: a write past it fails with ENOSPC inside, and nothing outside is touched",
+  ignore: ignore || !root,
+  fn: async () => {
+    await using sandbox = await Sandbox.create({ disk: 64 });
+    assert.equal(sandbox.info.diskMB, 64);
+    const dir = `${home}/sandboxes/${sandbox.id}`;
+    const r = await sandbox.commands.run(
+      "dd if=/dev/urandom of=/home/user/big bs=1M count=100 2>&1; echo rc=$?; " +
+        "dd if=/dev/urandom of=/tmp/more bs=1M count=10 2>&1; echo rc=$?",
+    );
+    assert.match(r.stdout, /No space left on device/);
+    assert.match(r.stdout, /rc=1\n[^]*rc=1\n$/);
+    const m = await sandbox.getMetrics();
+    assert.ok(m.diskTotal! <= 64 * 1024 * 1024, `${m.diskTotal}`);
+    assert.ok(m.diskUsed! >= m.diskTotal! * 0.9, `${m.diskUsed} of ${m.diskTotal} used`);
+    // On the host: the sandbox's directory holds the image (at most its size) and nothing else
+    // grew; the file written inside exists only in the image.
+    const allocated = (path: string) => (Deno.statSync(path).blocks ?? 0) * 512;
+    assert.ok(allocated(`${dir}/disk.img`) <= 64 * 1024 * 1024);
+    const unmounted = new Deno.Command("findmnt", { args: ["-n", `${dir}/disk`] }).outputSync();
+    assert.ok(unmounted.stdout.length > 0, "the disk is a mount of its own");
+    await sandbox.kill();
+    assert.throws(() => Deno.statSync(dir), "a killed sandbox leaves nothing on disk");
+    const mounts = Deno.readTextFileSync("/proc/self/mountinfo");
+    assert.ok(!mounts.includes(dir), "its mount is gone");
+  },
+});
+
+Deno.test({
+  name: "pause freezes a program forking in a tight loop; resume continues it",
+  ignore,
+  fn: async () => {
+    await using sandbox = await Sandbox.create({ cpu: 1 });
+    const counter = `${home}/sandboxes/${sandbox.id}/disk/home/count`;
+    // Every increment is a new child: only a freeze of the whole cgroup can stop it.
+    await sandbox.commands.start(
+      "while :; do sh -c 'echo x >> /home/user/count' & wait; done",
+      { timeout: 0 },
+    );
+    const count = () => {
+      try {
+        return Deno.statSync(counter).size;
+      } catch {
+        return 0; // not written yet
+      }
+    };
+    assert.ok(await holdsWithin(() => count() > 40, 30));
+    await sandbox.pause();
+    const frozen = count();
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(count(), frozen, "a process of the sandbox ran while paused");
+    const stats = stateOf(sandbox).cgroup;
+    if (stats.version === 1) {
+      const state = Deno.readTextFileSync(`${stats.dirs.freezer}/freezer.state`).trim();
+      assert.equal(state, "FROZEN");
+    }
+    await sandbox.resume();
+    assert.ok(await holdsWithin(() => count() > frozen + 40, 30), "no progress after resume");
+  },
+});
+
+for (const isolation of ["bwrap", "none"] as const) {
+  Deno.test({
+    name: `kill ends a setsid double-forked child (isolation ${isolation})`,
+    ignore,
+    fn: async () => {
+      const provider = new LocalProvider({ home, isolation });
+      await using sandbox = await Sandbox.create({ provider });
+      const mark = `${31_000 + Math.floor(Math.random() * 999)}.5`;
+      await sandbox.commands.run(
+        `setsid sh -c 'sleep ${mark} & exit' < /dev/null > /dev/null 2>&1`,
+      );
+      assert.ok(await holdsWithin(() => processesMentioning(mark).length === 1));
+      const escaped = processesMentioning(mark)[0];
+      const cgroup = Object.values(stateOf(sandbox).cgroup.dirs)[0];
+      assert.ok(Deno.readTextFileSync(`${cgroup}/cgroup.procs`).split("\n").includes(`${escaped}`));
+      await sandbox.kill();
+      assert.deepEqual(processesMentioning(mark), []);
+      assert.throws(() => Deno.statSync(cgroup), "the cgroup is removed");
+    },
+  });
+}
+
+Deno.test({
+  name: "limits: false enforces nothing and refuses sizes asked for (E8004)",
+  fn: async () => {
+    const provider = new LocalProvider({ home, limits: false });
+    await assert.rejects(
+      () => Sandbox.create({ provider, memory: 512 }),
+      (e) => e instanceof ProviderFeatureNotSupportedError && /memory/.test(e.message),
+    );
+    await using sandbox = await Sandbox.create({ provider });
+    assert.equal(sandbox.info.memoryMB, null);
+    assert.equal(sandbox.info.cpuCount, null);
+    assert.equal(sandbox.info.diskMB, null);
+    const m = await sandbox.getMetrics();
+    assert.equal(m.memTotal, null);
+    assert.equal(m.diskTotal, null);
+  },
+});
