@@ -31,7 +31,11 @@ import { resolve } from "node:path";
 import { narrowedServerArgv } from "./launch.ts";
 import { compilePolicy } from "./policy/compile.ts";
 import { loadPolicyFile, PolicyLoadError } from "./policy/load.ts";
-import { generateToken } from "./token.ts";
+import { watchParent } from "./parent_watch.ts";
+import { portHolder, portInUseMessage } from "./port_holder.ts";
+import { generateToken, MIN_TOKEN_LENGTH, tokenTooShort } from "./token.ts";
+import { SERVER_VERSION } from "./version.ts";
+import { nearestName } from "../shared/nearest_name.ts";
 
 /** What `--help` prints. */
 export const USAGE = `usage: deno run -A jsr:@sandbar/sandbar/server/cli [options]
@@ -48,36 +52,47 @@ options:
                      otherwise it is the only tree the server may touch
   --commands FILE    a module whose default export registers named commands
   --audit-log FILE   append audit lines (JSON) to FILE instead of stderr
+  --data-dir DIR     where the agents group keeps its store (default: SANDBAR_DATA_DIR, else
+                     $XDG_STATE_HOME/sandbar, else ~/.local/state/sandbar)
   --no-narrow        serve in this process instead of a child under narrowed permissions
+  --version          print the version and exit
   -h, --help         print this and exit
 
 environment:
-  SVC_SERVER_TOKEN   the default identity's token; without it one is generated and printed
-                     once on stderr
+  SVC_SERVER_TOKEN   the default identity's token, at least ${MIN_TOKEN_LENGTH} characters like every
+                     token; without it one is generated and printed once on stderr
+  SANDBAR_DATA_DIR   the default of --data-dir
 
-Once listening it prints {"event":"listening","url":…,"pty_url":…} on stdout.`;
+Once listening it prints {"event":"listening","url":…,"pty_url":…} on stdout; the policy's
+warnings go to stderr. It stops on SIGINT or SIGTERM, and when the process that started it ends.`;
 
 /** A command line that asks for something other than a server. */
 class UsageRequested extends Error {}
 
+/** A command line that asks for the version. */
+class VersionRequested extends Error {}
+
+const OPTIONS = {
+  host: { type: "string", default: "127.0.0.1" },
+  port: { type: "string", default: "9000" },
+  "pty-port": { type: "string", default: "9001" },
+  policy: { type: "string" },
+  root: { type: "string" },
+  commands: { type: "string" },
+  "audit-log": { type: "string" },
+  "data-dir": { type: "string" },
+  "no-narrow": { type: "boolean", default: false },
+} as const;
+
 function parse(args: string[]) {
   if (args.includes("--help") || args.includes("-h")) throw new UsageRequested();
-  const { values } = parseArgs({
-    args,
-    options: {
-      host: { type: "string", default: "127.0.0.1" },
-      port: { type: "string", default: "9000" },
-      "pty-port": { type: "string", default: "9001" },
-      policy: { type: "string" },
-      root: { type: "string" },
-      commands: { type: "string" },
-      "audit-log": { type: "string" },
-      "data-dir": { type: "string" },
-      "no-narrow": { type: "boolean", default: false },
-    },
-    strict: true,
-    allowPositionals: false,
-  });
+  if (args.includes("--version")) throw new VersionRequested();
+  let values;
+  try {
+    ({ values } = parseArgs({ args, options: OPTIONS, strict: true, allowPositionals: false }));
+  } catch (e) {
+    throw unknownOption(e as Error);
+  }
   const port = Number(values.port);
   const ptyPort = Number(values["pty-port"]);
   for (const [name, v] of [["--port", port], ["--pty-port", ptyPort]] as const) {
@@ -86,6 +101,35 @@ function parse(args: string[]) {
     }
   }
   return { ...values, port, ptyPort, root: values.root ?? Deno.cwd() };
+}
+
+/** A parse error made plain, with the nearest option for a misspelled one. */
+function unknownOption(error: Error): Error {
+  const flag = /'(-[^']*)'/.exec(error.message)?.[1];
+  if (!flag || !/Unknown option/.test(error.message)) return error;
+  const names = [...Object.keys(OPTIONS), "help", "version"];
+  const near = flag.startsWith("--") ? nearestName(flag.slice(2), names) : undefined;
+  return new Error(
+    `unknown option ${flag}; ` +
+      (near
+        ? `did you mean --${near}?`
+        : `the options are ${names.map((n) => `--${n}`).join(", ")}`),
+  );
+}
+
+/** Refuses a port another process already listens on, naming the port and who holds it. */
+async function checkPortsFree(host: string, ports: [number, string][]): Promise<void> {
+  for (const [port, flag] of ports) {
+    if (port === 0) continue;
+    try {
+      Deno.listen({ hostname: host, port }).close();
+    } catch (e) {
+      if (e instanceof Deno.errors.AddrInUse) {
+        throw new Error(await portInUseMessage(host, port, flag));
+      }
+      throw e;
+    }
+  }
 }
 
 /** `--root` must name a directory that exists: otherwise every request would fail. */
@@ -113,6 +157,9 @@ async function launch(args: Args, raw: string[]): Promise<number> {
   const file = args.policy ? await loadPolicyFile(args.policy) : undefined;
   const env = Deno.env.toObject();
   let token = env.SVC_SERVER_TOKEN;
+  const short = token ? tokenTooShort(token, "SVC_SERVER_TOKEN") : undefined;
+  if (short) throw new Error(`${short} (unset it and one is generated)`);
+  await checkPortsFree(args.host, [[args.port, "--port"], [args.ptyPort, "--pty-port"]]);
   if (!token) {
     token = generateToken();
     console.error(`sandbar: generated token (set SVC_SERVER_TOKEN to choose one): ${token}`);
@@ -125,6 +172,7 @@ async function launch(args: Args, raw: string[]): Promise<number> {
     defaultToken: token,
     configured: file !== undefined,
   });
+  for (const warning of policy.warnings) console.error(`sandbar: warning: ${warning}`);
   const stateDir = await Deno.makeTempDir({ prefix: "sandbar-" });
   const agents = agentsConfig(resolveDataDir(args["data-dir"], env), env, file);
   const argv = narrowedServerArgv({
@@ -150,7 +198,10 @@ async function launch(args: Args, raw: string[]): Promise<number> {
   };
   const handlers = (["SIGINT", "SIGTERM"] as const).map((s) => [s, forward(s)] as const);
   for (const [s, h] of handlers) Deno.addSignalListener(s, h);
+  // npx does not forward SIGTERM: when whatever started this launcher ends, so does the server.
+  const stopWatching = watchParent(forward("SIGTERM"));
   const status = await child.status;
+  stopWatching();
   for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
   await Deno.remove(stateDir, { recursive: true }).catch(() => {});
   return status.code;
@@ -180,6 +231,14 @@ async function serve(args: Args): Promise<number> {
     stateDir: Deno.env.get("SANDBAR_STATE_DIR"),
     dataDir: args["data-dir"],
     audit: jsonLinesSink(auditFile ?? Deno.stderr),
+  }).catch(async (e) => {
+    if (!(e instanceof Deno.errors.AddrInUse)) throw e;
+    for (const [port, flag] of [[args.port, "--port"], [args.ptyPort, "--pty-port"]] as const) {
+      if (port !== 0 && await portHolder(port)) {
+        throw new Error(await portInUseMessage(args.host, port, flag));
+      }
+    }
+    throw new Error(`port ${args.port} or ${args.ptyPort} on ${args.host} is already in use`);
   });
   if (server.tokenGenerated) {
     console.error(`sandbar: generated token (set SVC_SERVER_TOKEN to choose one): ${server.token}`);
@@ -196,7 +255,10 @@ async function serve(args: Args): Promise<number> {
   for (const s of ["SIGINT", "SIGTERM"] as const) {
     Deno.addSignalListener(s, () => stopped.resolve());
   }
+  // Started by the launcher or by a wrapper that does not forward signals: stop with it.
+  const stopWatching = watchParent(() => stopped.resolve());
   await stopped.promise;
+  stopWatching();
   await server.close();
   auditFile?.close();
   return 0;
@@ -211,6 +273,9 @@ if (import.meta.main) {
   } catch (e) {
     if (e instanceof UsageRequested) {
       console.log(USAGE);
+      code = 0;
+    } else if (e instanceof VersionRequested) {
+      console.log(`sandbar ${SERVER_VERSION}`);
       code = 0;
     } else {
       const message = e instanceof PolicyLoadError ? e.message : `${(e as Error).message}`;

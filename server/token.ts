@@ -6,6 +6,32 @@
  */
 
 /**
+ * The shortest token the server takes, for `SVC_SERVER_TOKEN` and every identity alike: 16
+ * characters keep a guessed token out of reach of any request rate the server serves.
+ */
+export const MIN_TOKEN_LENGTH = 16;
+
+/**
+ * Why `token` is too short to use, or `undefined` when it is long enough. `source` names where it
+ * came from, for the message.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { tokenTooShort } from "./token.ts";
+ * assert.equal(
+ *   tokenTooShort("short", "SVC_SERVER_TOKEN"),
+ *   "SVC_SERVER_TOKEN is 5 characters; a token needs at least 16",
+ * );
+ * assert.equal(tokenTooShort("sixteen-chars-or-more", "SVC_SERVER_TOKEN"), undefined);
+ * ```
+ */
+export function tokenTooShort(token: string, source: string): string | undefined {
+  if (token.length >= MIN_TOKEN_LENGTH) return undefined;
+  return `${source} is ${token.length} characters; a token needs at least ${MIN_TOKEN_LENGTH}`;
+}
+
+/**
  * A random token: 32 bytes, base64url.
  *
  * @example Usage

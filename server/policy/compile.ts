@@ -19,6 +19,7 @@ import { isAbsolute, resolve } from "node:path";
 import { type EndpointLimits, ENDPOINTS, type EndpointSpec } from "../endpoints.ts";
 import { parseUrlPatterns } from "../guards/urls/patterns.ts";
 import { NetworkRules } from "../egress/rules.ts";
+import { tokenTooShort } from "../token.ts";
 import type { PolicyEndpointSetting, PolicyFile } from "./schema.ts";
 import { type PresetName, presetSays } from "./presets.ts";
 
@@ -221,10 +222,18 @@ export function compilePolicy(file: PolicyFile, options: CompileOptions): Compil
       warnings.push(`identity "${entry.id}" has no token (token_env unset) and cannot call`);
       continue;
     }
-    if (token.length < 16) throw new Error(`policy: identity "${entry.id}" token is too short`);
+    const source = entry.token !== undefined
+      ? `identity "${entry.id}"'s token`
+      : entry.token_env
+      ? `identity "${entry.id}"'s token (${entry.token_env})`
+      : `identity "default"'s token (SVC_SERVER_TOKEN)`;
+    const short = tokenTooShort(token, source);
+    if (short) throw new Error(`policy: ${short}`);
     identities.push({ id: entry.id, token, scopes: entry.scopes });
   }
   if (!seen.has("default")) {
+    const short = tokenTooShort(options.defaultToken, `the default token (SVC_SERVER_TOKEN)`);
+    if (short) throw new Error(`policy: ${short}`);
     identities.unshift({
       id: "default",
       token: options.defaultToken,

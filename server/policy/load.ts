@@ -1,6 +1,6 @@
 /**
  * Reading a policy file: JSONC text to a validated {@linkcode PolicyFile}, or an error that
- * names the file, line and column of the first thing wrong. A policy is all or nothing.
+ * names the file, line and column of everything wrong. A policy is all or nothing.
  *
  * @module
  */
@@ -32,9 +32,12 @@ export class PolicyLoadError extends Error {
   /** 1-based column. */
   readonly column: number;
 
-  /** Make the error; the message is prefixed with `file:line:column`. */
-  constructor(file: string, line: number, column: number, message: string) {
-    super(`${file}:${line}:${column}: ${message}`);
+  /**
+   * Make the error; the message is prefixed with `file:line:column`, and `more` (further
+   * problems, each already prefixed with its own position) follow it line by line.
+   */
+  constructor(file: string, line: number, column: number, message: string, more: string[] = []) {
+    super([`${file}:${line}:${column}: ${message}`, ...more].join("\n"));
     this.name = "PolicyLoadError";
     this.file = file;
     this.line = line;
@@ -65,8 +68,69 @@ function locate(root: Node | undefined, path: (string | number)[], key?: string)
   return parent.offset;
 }
 
+/** One thing wrong with a policy: where (a path of keys) and what. */
+export interface PolicyProblem {
+  /** Keys from the root to the value at fault (for an unknown key, to the object holding it). */
+  path: (string | number)[];
+  /** The unknown key, when the problem is one. */
+  key?: string;
+  /** What is wrong, with the path in front (`paths.symlinks: ...`, `unknown key "x" in paths`). */
+  message: string;
+}
+
 /**
- * Parse and validate policy text. Throws {@linkcode PolicyLoadError} on the first problem.
+ * Everything wrong with a policy value, all at once (empty when it is valid): a file with four
+ * mistakes should take one run to fix, not four.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { policyProblems } from "./load.ts";
+ * const problems = policyProblems({ audit: "sometimes", colour: "red" });
+ * assert.deepEqual(problems.map((p) => p.message.split(":")[0]), [
+ *   "audit",
+ *   'unknown key "colour"',
+ * ]);
+ * ```
+ */
+export function policyProblems(value: unknown): PolicyProblem[] {
+  return validated(value).problems;
+}
+
+function validated(value: unknown): { problems: PolicyProblem[]; policy?: PolicyFile } {
+  const problems: PolicyProblem[] = [];
+  const parsed = policySchema.safeParse(value);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      const path = issue.path.filter((p): p is string | number => typeof p !== "symbol");
+      if (issue.code === "unrecognized_keys") {
+        for (const key of issue.keys) {
+          const where = path.length ? ` in ${path.join(".")}` : "";
+          problems.push({ path, key, message: `unknown key "${key}"${where}` });
+        }
+      } else {
+        problems.push({ path, message: `${path.join(".") || "(root)"}: ${issue.message}` });
+      }
+    }
+  }
+  const endpoints = (value as { endpoints?: unknown } | null)?.endpoints;
+  if (endpoints && typeof endpoints === "object") {
+    for (const key of Object.keys(endpoints)) {
+      if (!ENDPOINTS_BY_ID.has(key) && !GROUPS.has(key as EndpointGroup)) {
+        problems.push({
+          path: ["endpoints"],
+          key,
+          message: `unknown endpoint id or group "${key}" in endpoints`,
+        });
+      }
+    }
+  }
+  return { problems, policy: parsed.success ? parsed.data as PolicyFile : undefined };
+}
+
+/**
+ * Parse and validate policy text. Throws {@linkcode PolicyLoadError} naming every problem, each
+ * on its own line with its own position; the error's `line` and `column` are the first one's.
  *
  * @example Comments and trailing commas are allowed
  * ```ts
@@ -75,57 +139,68 @@ function locate(root: Node | undefined, path: (string | number)[], key?: string)
  * const policy = parsePolicy('{ "preset": "readonly", /* a comment *\/ }', "p.jsonc");
  * assert.equal(policy.preset, "readonly");
  * ```
+ *
+ * @example Every mistake in one error
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { parsePolicy } from "./load.ts";
+ * const text = '{\n  "audit": "sometimes",\n  "colour": 1,\n  "preset": "lax"\n}';
+ * assert.throws(() => parsePolicy(text, "p.jsonc"), (e: Error) => {
+ *   assert.equal(e.message.split("\n").length, 3);
+ *   assert.match(e.message, /^p\.jsonc:3:3: unknown key "colour"/m);
+ *   assert.match(e.message, /^p\.jsonc:2:12: audit: /m);
+ *   assert.match(e.message, /^p\.jsonc:4:13: preset: /m);
+ *   return true;
+ * });
+ * ```
  */
 export function parsePolicy(text: string, file: string): PolicyFile {
   const errors: ParseError[] = [];
   const root = parseTree(text, errors, { allowTrailingComma: true, disallowComments: false });
+  const located: { offset: number; message: string }[] = [];
+  const fail = (): never => {
+    const lines = located.map(({ offset, message }) => {
+      const [line, column] = position(text, offset);
+      return { line, column, message };
+    });
+    const [first, ...rest] = lines;
+    throw new PolicyLoadError(
+      file,
+      first.line,
+      first.column,
+      first.message,
+      rest.map((l) => `${file}:${l.line}:${l.column}: ${l.message}`),
+    );
+  };
   if (errors.length > 0) {
-    const [line, column] = position(text, errors[0].offset);
-    throw new PolicyLoadError(file, line, column, `JSONC ${printParseErrorCode(errors[0].error)}`);
+    for (const e of errors) {
+      located.push({ offset: e.offset, message: `JSONC ${printParseErrorCode(e.error)}` });
+    }
+    fail();
   }
   if (!root || root.type !== "object") {
-    throw new PolicyLoadError(file, 1, 1, "the policy must be a JSON object");
+    located.push({ offset: 0, message: "the policy must be a JSON object" });
+    fail();
   }
-  const value = nodeValue(root, (offset, key) => {
-    const [line, column] = position(text, offset);
-    throw new PolicyLoadError(file, line, column, `duplicate key "${key}"`);
+  const value = nodeValue(root!, (offset, key) => {
+    located.push({ offset, message: `duplicate key "${key}"` });
   });
-  const parsed = policySchema.safeParse(value);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const path = issue.path.filter((p): p is string | number => typeof p !== "symbol");
-    let offset: number;
-    let message = issue.message;
-    if (issue.code === "unrecognized_keys") {
-      offset = locate(root, path, issue.keys[0]);
-      message = `unknown key "${issue.keys[0]}"${path.length ? ` in ${path.join(".")}` : ""}`;
-    } else {
-      offset = locate(root, path);
-      message = `${path.join(".") || "(root)"}: ${issue.message}`;
-    }
-    const [line, column] = position(text, offset);
-    throw new PolicyLoadError(file, line, column, message);
+  const { problems, policy } = validated(value);
+  for (const problem of problems) {
+    located.push({ offset: locate(root, problem.path, problem.key), message: problem.message });
   }
-  const policy = parsed.data as PolicyFile;
-  for (const key of Object.keys(policy.endpoints ?? {})) {
-    if (!ENDPOINTS_BY_ID.has(key) && !GROUPS.has(key as EndpointGroup)) {
-      const [line, column] = position(text, locate(root, ["endpoints"], key));
-      throw new PolicyLoadError(
-        file,
-        line,
-        column,
-        `unknown endpoint id or group "${key}" in endpoints`,
-      );
-    }
+  if (located.length > 0) {
+    located.sort((a, b) => a.offset - b.offset);
+    fail();
   }
-  return policy;
+  return policy!;
 }
 
 /**
  * jsonc-parser's getNodeValue, written out so that a duplicate key is refused: JSON.parse would
  * silently keep the last one, and a reader of the file might believe the first.
  */
-function nodeValue(node: Node, duplicate: (offset: number, key: string) => never): unknown {
+function nodeValue(node: Node, duplicate: (offset: number, key: string) => void): unknown {
   switch (node.type) {
     case "object": {
       const out: Record<string, unknown> = Object.create(null);

@@ -7,6 +7,7 @@
  */
 
 import { z } from "zod";
+import { MIN_TOKEN_LENGTH } from "../token.ts";
 
 const limitsSchema = z.strictObject({
   rate_per_minute: z.number().int().min(1).optional(),
@@ -34,7 +35,9 @@ const networkSchema = z.union([
 
 const identitySchema = z.strictObject({
   id: z.string().min(1).max(128),
-  token: z.string().min(16).optional(),
+  token: z.string().min(MIN_TOKEN_LENGTH, {
+    message: `a token needs at least ${MIN_TOKEN_LENGTH} characters, as SVC_SERVER_TOKEN does`,
+  }).optional(),
   token_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).optional(),
   scopes: z.array(z.string().min(1)),
   network: networkSchema.optional(),

@@ -65,6 +65,18 @@ Deno.test("bad options are refused before anything starts", async () => {
     /Invalid policy: .*paths\.allow/,
   );
   await assert.rejects(() => Sandbox.create({ policy: { bogus: 1 } }), /unknown key "bogus"/);
+  // Every mistake at once, by key path: never a line of the policy.json the caller never saw.
+  await assert.rejects(
+    () => Sandbox.create({ policy: { audit: "sometimes", paths: { symlinks: "maybe" } } }),
+    (e: ValidationError) => {
+      assert.match(e.message, /\baudit: /);
+      assert.match(e.message, /\bpaths\.symlinks: /);
+      assert.doesNotMatch(e.message, /policy:\d+:\d+/);
+      assert.doesNotMatch(e.suggestion ?? "", /README/);
+      assert.match(e.suggestion ?? "", /docs\/server\/policy_reference\.md/);
+      return true;
+    },
+  );
   await assert.rejects(() => Sandbox.list({ limit: 0 }), ValidationError);
   await assert.rejects(
     () => Sandbox.list({ status: "sleeping" as SandboxStatus }),

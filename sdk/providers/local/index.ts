@@ -140,17 +140,19 @@ function policyFor(
  * zod and jsonc-parser, so only policies given by the caller are checked this way.)
  */
 async function validatePolicy(policy: Record<string, unknown>): Promise<void> {
-  let parsePolicy: typeof import("../../../server/policy/load.ts").parsePolicy;
+  let policyProblems: typeof import("../../../server/policy/load.ts").policyProblems;
   try {
-    ({ parsePolicy } = await import("../../../server/policy/load.ts"));
+    ({ policyProblems } = await import("../../../server/policy/load.ts"));
   } catch {
     return; // no import map here for its npm packages: the server checks it when it starts
   }
-  try {
-    parsePolicy(JSON.stringify(policy, null, 2), "policy");
-  } catch (e) {
-    throw new ValidationError(`Invalid policy: ${(e as Error).message}`, {
-      suggestion: "The policy has the server's policy file shape; see the server's README.",
+  // Named by key path, never by a line of the policy.json the provider writes: the caller gave
+  // an object and never sees that file.
+  const problems = policyProblems(policy).map((p) => p.message);
+  if (problems.length > 0) {
+    throw new ValidationError(`Invalid policy: ${problems.join("; ")}`, {
+      suggestion: "The policy is the server's policy file as an object; every key, its type and " +
+        "default: docs/server/policy_reference.md.",
     });
   }
 }
