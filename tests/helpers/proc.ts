@@ -1,41 +1,15 @@
 /**
- * What the tests read of processes from the host's `/proc`: a process's state and parents, every
- * pid, and the narrowed server behind a test server's launcher.
+ * What the tests read of processes from the host's `/proc`: a process's state and parents and
+ * every pid (the SDK's one reader, `sdk/providers/local/procfs.ts`), and the narrowed server
+ * behind a test server's launcher.
  *
  * @module
  */
 
+import { allPids, procStat } from "../../sdk/providers/local/procfs.ts";
 import type { TestServer } from "./server.ts";
 
-/** `/proc/<pid>/stat` fields after the command name. */
-export interface ProcStat {
-  /** `R`, `S`, `Z` … */
-  state: string;
-  /** The parent's pid. */
-  ppid: number;
-  /** The process group. */
-  pgrp: number;
-  /** The session. */
-  sid: number;
-}
-
-/** The stat of `pid`, or null when it is gone. */
-export function procStat(pid: number): ProcStat | null {
-  try {
-    const s = Deno.readTextFileSync(`/proc/${pid}/stat`);
-    const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
-    return { state: f[0], ppid: Number(f[1]), pgrp: Number(f[2]), sid: Number(f[3]) };
-  } catch {
-    return null;
-  }
-}
-
-/** Every pid in `/proc` now. */
-export function allPids(): number[] {
-  return [...Deno.readDirSync("/proc")].filter((e) => /^\d+$/.test(e.name)).map((e) =>
-    Number(e.name)
-  );
-}
+export { allPids, type ProcStat, procStat } from "../../sdk/providers/local/procfs.ts";
 
 /** The narrowed server: the child of the test server's launcher. */
 export function serverPid(server: TestServer): number {

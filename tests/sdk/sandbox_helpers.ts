@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { LocalProvider, registerProvider } from "../../sdk/mod.ts";
 import { eventually } from "../helpers/wait.ts";
+import { allPids, childPids, procCmdline, procStat } from "../../sdk/providers/local/procfs.ts";
 
 let fileHome: string | undefined;
 
@@ -31,30 +32,12 @@ export async function useSandbarHome(): Promise<string> {
 
 /** Pids of processes whose command line mentions `text` (this process excluded). */
 export function processesMentioning(text: string): number[] {
-  const found: number[] = [];
-  for (const e of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(e.name) || Number(e.name) === Deno.pid) continue;
-    try {
-      const cmdline = Deno.readTextFileSync(`/proc/${e.name}/cmdline`);
-      const stat = Deno.readTextFileSync(`/proc/${e.name}/stat`);
-      const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-      if (state !== "Z" && cmdline.includes(text)) found.push(Number(e.name));
-    } catch { /* gone */ }
-  }
-  return found;
+  return allPids().filter((pid) =>
+    pid !== Deno.pid && procStat(pid)?.state !== "Z" && procCmdline(pid)?.includes(text)
+  );
 }
 
-/** The pids of `pid`'s children, read from the host's `/proc`. */
-export function childPids(pid: number): number[] {
-  const found: number[] = [];
-  try {
-    for (const task of Deno.readDirSync(`/proc/${pid}/task`)) {
-      const text = Deno.readTextFileSync(`/proc/${pid}/task/${task.name}/children`).trim();
-      if (text) found.push(...text.split(/\s+/).map(Number));
-    }
-  } catch { /* gone */ }
-  return found;
-}
+export { childPids };
 
 /**
  * The processes a sandbox's bubblewrap runs (its direct children), seen from the host: the
@@ -62,18 +45,13 @@ export function childPids(pid: number): number[] {
  */
 export function sandboxChildren(dir: string): { pid: number; cmdline: string }[] {
   const bwrap = processesMentioning(dir).filter((p) => {
-    try {
-      return Deno.readTextFileSync(`/proc/${p}/cmdline`).split("\0")[0].endsWith("bwrap");
-    } catch {
-      return false;
-    }
+    return procCmdline(p)?.split("\0")[0].endsWith("bwrap") ?? false;
   });
   const out: { pid: number; cmdline: string }[] = [];
   const walk = (pid: number) => {
     for (const child of childPids(pid)) {
-      try {
-        out.push({ pid: child, cmdline: Deno.readTextFileSync(`/proc/${child}/cmdline`) });
-      } catch { /* gone */ }
+      const cmdline = procCmdline(child);
+      if (cmdline !== null) out.push({ pid: child, cmdline });
       walk(child);
     }
   };

@@ -8,6 +8,7 @@
 
 import assert from "node:assert/strict";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
+import { exists } from "../helpers/fs.ts";
 
 async function post(server: TestServer, path: string, body: unknown) {
   const res = await server.fetch(path, {
@@ -16,15 +17,6 @@ async function post(server: TestServer, path: string, body: unknown) {
     body: JSON.stringify(body),
   });
   return { status: res.status, body: await res.json() };
-}
-
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 const ALLOW = ["echo", "cat", "ls", "true", "python3"];

@@ -8,6 +8,7 @@
 
 import assert from "node:assert/strict";
 import { startTestServer } from "../helpers/server.ts";
+import { exists } from "../helpers/fs.ts";
 
 async function git(cwd: string, ...args: string[]): Promise<string> {
   const out = await new Deno.Command("git", {
@@ -26,15 +27,6 @@ async function repository(path: string): Promise<void> {
   await git(path, "add", ".");
   await git(path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init");
   await Deno.writeTextFile(`${path}/x`, "changed\n");
-}
-
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Configuration that would run `cmd`, each as `git config` arguments. */

@@ -6,15 +6,7 @@
 
 import assert from "node:assert/strict";
 import { startTestServer } from "../helpers/server.ts";
-
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { exists } from "../helpers/fs.ts";
 
 Deno.test("processes write only under paths.allow, never under read_only, never read deny", async () => {
   const outside = await Deno.makeTempDir({ prefix: "sandbar-paths-outside-" });

@@ -6,15 +6,7 @@
 
 import assert from "node:assert/strict";
 import { startTestServer } from "../helpers/server.ts";
-
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { exists } from "../helpers/fs.ts";
 
 function readOrEmpty(path: string): string {
   return exists(path) ? Deno.readTextFileSync(path) : "";

@@ -1,7 +1,10 @@
 /**
  * Processes of a local sandbox, read from `/proc`: whether a recorded process is still the
  * same one (pid and start time, so a reused pid is never mistaken for it), the whole tree under
- * a process, and signalling that tree (pause, resume, kill).
+ * a process, and signalling that tree (pause, resume, kill). It is the one `/proc` reader of the
+ * host side: the tests read processes through it too (`tests/helpers/proc.ts`). (The server
+ * reads `/proc` through libc, `server/pty/procfs.ts`, since its narrowed permissions do not
+ * let Deno's file API near `/proc`.)
  *
  * @module
  */
@@ -14,17 +17,39 @@ export interface ProcessRef {
   start: number;
 }
 
-interface Stat {
+/** The fields of `/proc/<pid>/stat` the SDK and the tests read. */
+export interface ProcStat {
+  /** Process id. */
   pid: number;
+  /** `R`, `S`, `Z` … */
   state: string;
+  /** The parent's pid. */
   ppid: number;
+  /** The process group. */
+  pgrp: number;
+  /** The session. */
+  sid: number;
+  /** Start time in clock ticks since boot. */
   start: number;
 }
+
+type Stat = ProcStat;
 
 /** Deno reads `/proc` only with `--allow-all`; without it nothing here can be known. */
 export class ProcUnreadable extends Error {}
 
-function readStat(pid: number): Stat | null {
+/**
+ * The stat of `pid`, or null when there is no such process. Throws {@linkcode ProcUnreadable}
+ * when `/proc` cannot be read at all.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { procStat } from "./procfs.ts";
+ * assert.equal(procStat(Deno.pid)?.pid, Deno.pid);
+ * ```
+ */
+export function procStat(pid: number): ProcStat | null {
   let text: string;
   try {
     text = Deno.readTextFileSync(`/proc/${pid}/stat`);
@@ -37,7 +62,14 @@ function readStat(pid: number): Stat | null {
   // The command name (field 2) is in parentheses and may hold spaces and parentheses itself.
   const close = text.lastIndexOf(")");
   const rest = text.slice(close + 2).split(" ");
-  return { pid, state: rest[0], ppid: Number(rest[1]), start: Number(rest[19]) };
+  return {
+    pid,
+    state: rest[0],
+    ppid: Number(rest[1]),
+    pgrp: Number(rest[2]),
+    sid: Number(rest[3]),
+    start: Number(rest[19]),
+  };
 }
 
 /**
@@ -50,14 +82,14 @@ function readStat(pid: number): Stat | null {
  * ```
  */
 export function processRef(pid: number): ProcessRef | null {
-  const s = readStat(pid);
+  const s = procStat(pid);
   return s && s.state !== "Z" ? { pid, start: s.start } : null;
 }
 
 /** Whether this process may read `/proc` (Deno needs `--allow-all` for it). */
 export function procReadable(): boolean {
   try {
-    readStat(Deno.pid);
+    procStat(Deno.pid);
     return true;
   } catch {
     return false;
@@ -70,18 +102,47 @@ export function procReadable(): boolean {
  */
 export function isAlive(ref: ProcessRef | undefined): boolean {
   if (!ref) return false;
-  const s = readStat(ref.pid);
+  const s = procStat(ref.pid);
   return s !== null && s.start === ref.start && s.state !== "Z";
+}
+
+/** Every pid in `/proc` now. */
+export function allPids(): number[] {
+  const pids: number[] = [];
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (/^\d+$/.test(entry.name)) pids.push(Number(entry.name));
+  }
+  return pids;
 }
 
 function allStats(): Stat[] {
   const stats: Stat[] = [];
-  for (const entry of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    const s = readStat(Number(entry.name));
+  for (const pid of allPids()) {
+    const s = procStat(pid);
     if (s) stats.push(s);
   }
   return stats;
+}
+
+/** The command line of `pid` (NUL-separated, as the kernel gives it), or null when it is gone. */
+export function procCmdline(pid: number): string | null {
+  try {
+    return Deno.readTextFileSync(`/proc/${pid}/cmdline`);
+  } catch {
+    return null;
+  }
+}
+
+/** The pids of `pid`'s children (every thread's), or none when it is gone. */
+export function childPids(pid: number): number[] {
+  const found: number[] = [];
+  try {
+    for (const task of Deno.readDirSync(`/proc/${pid}/task`)) {
+      const text = Deno.readTextFileSync(`/proc/${pid}/task/${task.name}/children`).trim();
+      if (text) found.push(...text.split(/\s+/).map(Number));
+    }
+  } catch { /* gone */ }
+  return found;
 }
 
 /** Every live descendant of `root` (not `root` itself), parents before children. */
