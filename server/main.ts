@@ -56,6 +56,8 @@ options:
                      $XDG_STATE_HOME/sandbar, else ~/.local/state/sandbar)
   --no-narrow        serve in this process instead of a child under narrowed permissions
   --version          print the version and exit
+  --await-claim      once listening, read one claim line (new tokens, environment) on stdin
+                     and print {"event":"claimed"}: a pooled server (server/claim.ts)
   -h, --help         print this and exit
 
 environment:
@@ -82,6 +84,7 @@ const OPTIONS = {
   "audit-log": { type: "string" },
   "data-dir": { type: "string" },
   "no-narrow": { type: "boolean", default: false },
+  "await-claim": { type: "boolean", default: false },
 } as const;
 
 function parse(args: string[]) {
@@ -189,7 +192,8 @@ async function launch(args: Args, raw: string[]): Promise<number> {
   const child = new Deno.Command(argv[0], {
     args: argv.slice(1),
     env: { SVC_SERVER_TOKEN: token, SANDBAR_STATE_DIR: stateDir },
-    stdin: "null",
+    // A pooled server reads its claim from the launcher's stdin.
+    stdin: args["await-claim"] ? "inherit" : "null",
   }).spawn();
   const forward = (signal: Deno.Signal) => () => {
     try {
@@ -251,6 +255,15 @@ async function serve(args: Args): Promise<number> {
   forgetSecretVariables(secrets);
   console.log(JSON.stringify({ event: "listening", url: server.url, pty_url: server.ptyUrl }));
   console.error(`sandbar: listening on ${server.url} (PTY ${server.ptyUrl})`);
+  if (args["await-claim"]) {
+    try {
+      await (await import("./claim.ts")).awaitClaim(server.state);
+    } catch (e) {
+      console.error(`sandbar: ${(e as Error).message}`);
+      await server.close();
+      return 1;
+    }
+  }
   const stopped = Promise.withResolvers<void>();
   for (const s of ["SIGINT", "SIGTERM"] as const) {
     Deno.addSignalListener(s, () => stopped.resolve());

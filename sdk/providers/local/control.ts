@@ -15,7 +15,30 @@ export type ControlRequest =
   | { op: "resume" }
   | { op: "kill" }
   | { op: "metrics" }
-  | { op: "set_timeout"; seconds: number };
+  | { op: "set_timeout"; seconds: number }
+  | ClaimRequest;
+
+/**
+ * Hand a pooled sandbox to a caller (`pool.ts`): the tokens the caller minted replace the pool's
+ * (the server's, the access and the gateway token), `envs` reach its processes, and its
+ * lifetime, creation time and metadata become the caller's.
+ */
+export interface ClaimRequest {
+  /** `claim`. */
+  op: "claim";
+  /** The server's new token. */
+  serverToken: string;
+  /** The new access token. */
+  accessToken: string;
+  /** The gateway's new token. */
+  gatewayToken: string;
+  /** Environment variables of the sandbox's processes. */
+  envs: Record<string, string>;
+  /** The caller's metadata. */
+  metadata: Record<string, string>;
+  /** The lifetime from now, in seconds. */
+  seconds: number;
+}
 
 /** What `metrics` answers: the cgroup's and the disk's counts (see `SandboxMetrics`). */
 export interface LocalMetrics {

@@ -47,6 +47,7 @@ import {
   writeState,
 } from "./state.ts";
 import { readySignal, spawnSupervisor } from "./spawn.ts";
+import { PoolDir, poolKey, poolSettings, poolSpec, spawnFiller } from "./pool.ts";
 
 /** Options of {@linkcode LocalProvider}. */
 export interface LocalProviderOptions {
@@ -63,7 +64,20 @@ export interface LocalProviderOptions {
    * false nothing is enforced, `info` reports no sizes, and sizes asked for are refused (E8004).
    */
   limits?: boolean;
+  /**
+   * Sandboxes kept ready per option set (the warm pool, `pool.ts`); default `SANDBAR_POOL`,
+   * else 0: off. A create whose options match a ready one gets it in tens of milliseconds.
+   */
+  pool?: number;
 }
+
+/** Starts a pooled sandbox on a provider (set by the class, for {@linkcode fillPool}). */
+let startPooled: (
+  provider: LocalProvider,
+  request: ProviderCreateRequest,
+  isolation: Isolation,
+  key: string,
+) => Promise<string>;
 
 const ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789";
 const RESERVED_ENV = /^(SVC_SERVER_TOKEN|SANDBAR_.*)$/;
@@ -174,12 +188,20 @@ export class LocalProvider implements SandboxProvider {
   readonly home: string;
   readonly #isolation: Isolation | undefined;
   readonly #limits: boolean;
+  readonly #pool: number | undefined;
+
+  static {
+    startPooled = (provider, request, isolation, key) =>
+      provider.#create(request, isolation, key).then((h) => h.info.sandboxId);
+  }
 
   /** Make the provider (nothing is started until `create`). */
   constructor(options: LocalProviderOptions = {}) {
     this.home = options.home ?? sandbarHome();
     this.#isolation = options.isolation;
     this.#limits = options.limits ?? true;
+    if (options.pool !== undefined) poolSettings(options.pool); // refused here when invalid
+    this.#pool = options.pool;
   }
 
   /** Create a sandbox: start its supervisor and wait until its server answers. */
@@ -200,6 +222,56 @@ export class LocalProvider implements SandboxProvider {
     }
     const isolation = chooseIsolation(request.isolation ?? this.#isolation);
     checkSizes(request, this.#limits);
+    const pool = poolSettings(this.#pool);
+    const key = pool.size > 0 ? await poolKey(request, isolation, this.#limits) : null;
+    if (key !== null) {
+      const dir = new PoolDir(this.home, key);
+      const claimed = await this.#claim(dir, request);
+      await this.#refill(dir, poolSpec(request, isolation, this.#limits), pool.size);
+      if (claimed) return claimed;
+    }
+    return await this.#create(request, isolation);
+  }
+
+  /** Take a sandbox out of `pool` and hand it to `request`'s caller, or null if none is ready. */
+  async #claim(pool: PoolDir, request: ProviderCreateRequest): Promise<SandboxHandle | null> {
+    for (let id = await pool.take(); id !== null; id = await pool.take()) {
+      const dir = new SandboxDir(this.home, id);
+      const state = await readState(dir);
+      if (state?.pool?.key !== pool.key) continue;
+      try {
+        const answer = await controlCall(dir.controlSocket, {
+          op: "claim",
+          // Minted here, now: nothing before this claim knew them.
+          serverToken: newToken(),
+          accessToken: newToken(),
+          gatewayToken: newToken(),
+          envs: request.envs,
+          metadata: request.metadata,
+          seconds: request.timeout,
+        }, 15_000);
+        if (!answer.ok) throw new Error(answer.error);
+      } catch {
+        await this.kill(id).catch(() => {});
+        continue;
+      }
+      return await this.connect(id);
+    }
+    return null;
+  }
+
+  /** Start a filler when `pool` holds fewer than `size` and none is filling it. */
+  async #refill(pool: PoolDir, spec: ReturnType<typeof poolSpec>, size: number): Promise<void> {
+    if ((await pool.ids()).length >= size || (await pool.filling())) return;
+    await pool.writeSpec(spec);
+    spawnFiller(this.home, pool.key, size);
+  }
+
+  async #create(
+    request: ProviderCreateRequest,
+    isolation: Isolation,
+    pooled?: string,
+  ): Promise<SandboxHandle> {
     const id = newId();
     const dir = new SandboxDir(this.home, id);
     if (dir.channelSocket.length > 107) {
@@ -211,7 +283,7 @@ export class LocalProvider implements SandboxProvider {
     await Deno.mkdir(dir.path, { mode: 0o700 });
     let handle;
     try {
-      handle = await this.#start(request, dir, id, isolation);
+      handle = await this.#start(request, dir, id, isolation, pooled);
     } catch (e) {
       await removeSandboxFiles(dir).catch(() => {});
       throw e;
@@ -225,6 +297,7 @@ export class LocalProvider implements SandboxProvider {
     dir: SandboxDir,
     id: string,
     isolation: Isolation,
+    pooled?: string,
   ): Promise<SandboxHandle> {
     const sizes = sizesFor(request, id, this.#limits);
     await prepareDisk(dir, sizes.disk);
@@ -256,6 +329,7 @@ export class LocalProvider implements SandboxProvider {
       serverToken,
       access: { env: ACCESS_TOKEN_ENV, token: accessToken },
       commandsFile,
+      awaitClaim: pooled !== undefined,
     });
     for (const [name, value] of Object.entries(plan.secrets)) {
       await writeAtomic(join(dir.run, name), `${value}\n`, 0o600);
@@ -282,6 +356,7 @@ export class LocalProvider implements SandboxProvider {
       home: plan.home,
       startTimeout,
       launch: { argv: plan.argv, env: plan.env },
+      ...(pooled !== undefined ? { pool: { key: pooled } } : {}),
     };
     await writeState(dir, state);
     const supervisor = spawnSupervisor(
@@ -295,14 +370,18 @@ export class LocalProvider implements SandboxProvider {
         suggestion: "Read the message: it ends with what the server printed.",
       });
     }
-    return this.connect(id);
+    return pooled !== undefined ? handleOf(await this.#waitPorts(id, true)) : this.connect(id);
   }
 
-  async #live(id: string): Promise<{ dir: SandboxDir; state: LocalState }> {
+  /**
+   * A live sandbox's directory and state. One waiting in the pool is not found, unless
+   * `pooled` (its filler, `kill`).
+   */
+  async #live(id: string, pooled = false): Promise<{ dir: SandboxDir; state: LocalState }> {
     if (!/^[a-z0-9]+$/.test(id)) throw new SandboxNotFoundError(`Sandbox ${id} not found`);
     const dir = new SandboxDir(this.home, id);
     const state = await readState(dir);
-    if (state && (await this.#alive(dir, state))) return { dir, state };
+    if (state && (pooled || !state.pool) && (await this.#alive(dir, state))) return { dir, state };
     throw new SandboxNotFoundError(`Sandbox ${id} not found (killed, or its timeout ran out)`);
   }
 
@@ -337,14 +416,18 @@ export class LocalProvider implements SandboxProvider {
 
   /** The sandbox's info and addresses. */
   async connect(sandboxId: string): Promise<SandboxHandle> {
-    let { state } = await this.#live(sandboxId);
+    return handleOf(await this.#waitPorts(sandboxId));
+  }
+
+  async #waitPorts(sandboxId: string, pooled = false): Promise<LocalState> {
+    let { state } = await this.#live(sandboxId, pooled);
     const deadline = Date.now() + (state.startTimeout + 5) * 1000;
     while (!state.ports) {
       if (Date.now() > deadline) throw new TimeoutError(`Sandbox ${sandboxId} is still starting`);
       await new Promise((r) => setTimeout(r, 50));
-      ({ state } = await this.#live(sandboxId));
+      ({ state } = await this.#live(sandboxId, pooled));
     }
-    return handleOf(state);
+    return state;
   }
 
   /** The sandbox's info now. */
@@ -359,7 +442,7 @@ export class LocalProvider implements SandboxProvider {
     for (const id of await sandboxIds(this.home)) {
       const dir = new SandboxDir(this.home, id);
       const state = await readState(dir);
-      if (!state || !(await this.#alive(dir, state))) continue;
+      if (!state || state.pool || !(await this.#alive(dir, state))) continue;
       if (query.status && state.status !== query.status) continue;
       found.push(state);
     }
@@ -385,7 +468,7 @@ export class LocalProvider implements SandboxProvider {
   async kill(sandboxId: string): Promise<boolean> {
     let live;
     try {
-      live = await this.#live(sandboxId);
+      live = await this.#live(sandboxId, true);
     } catch (e) {
       if (e instanceof SandboxNotFoundError) return false;
       throw e;
@@ -438,6 +521,23 @@ export class LocalProvider implements SandboxProvider {
       at: new Date(e.at),
       message: e.message,
     }));
+  }
+
+  /**
+   * Empty the warm pool of this home: stop its fillers, then kill every sandbox waiting in it.
+   * (Turning the pool off, `pool: 0` or `SANDBAR_POOL=0`, stops new ones; those waiting end at
+   * their idle time unless drained.) Returns how many sandboxes it killed.
+   */
+  async drainPool(): Promise<number> {
+    const pools = await PoolDir.all(this.home);
+    await Promise.all(pools.map((p) => p.stopFiller()));
+    let killed = 0;
+    for (const id of await sandboxIds(this.home)) {
+      const state = await readState(new SandboxDir(this.home, id));
+      if (state?.pool && (await this.kill(id))) killed++;
+    }
+    for (const p of pools) await p.remove();
+    return killed;
   }
 
   /** Make the lifetime end `timeout` seconds from now. */
@@ -594,4 +694,50 @@ function handleOf(state: LocalState): SandboxHandle {
       packageSource().module("server/main.ts"),
     ],
   };
+}
+
+/**
+ * Fill the pool `key` under `home` up to `size` ready sandboxes, as its only filler (the
+ * detached `pool_fill.ts` runs this); removes the pools of the same options made by another
+ * package first. Returns how many it started; 0 when another process is filling.
+ */
+export async function fillPool(
+  home: string,
+  key: string,
+  size: number,
+  signal?: AbortSignal,
+): Promise<number> {
+  const pool = new PoolDir(home, key);
+  if (!(await pool.lock())) return 0;
+  let started = 0;
+  try {
+    const killer = new LocalProvider({ home, pool: 0 });
+    for (const stale of await pool.stalePeers()) {
+      for (const id of await stale.ids()) await killer.kill(id).catch(() => false);
+      await stale.remove();
+    }
+    const spec = await pool.readSpec();
+    const provider = new LocalProvider({ home, pool: 0, limits: spec.limits ?? true });
+    const idle = poolSettings(0).idle;
+    for (;;) {
+      const ids = await pool.ids();
+      const waiting = [];
+      for (const id of ids) {
+        if (await readState(new SandboxDir(home, id))) waiting.push(id);
+        else await Deno.remove(join(pool.path, id)).catch(() => {}); // ended while waiting
+      }
+      if (waiting.length >= size || signal?.aborted) break;
+      const request = { ...spec.request, timeout: idle };
+      const id = await startPooled(provider, request, spec.isolation, key);
+      if (signal?.aborted) {
+        await provider.kill(id);
+        break;
+      }
+      await pool.add(id);
+      started++;
+    }
+  } finally {
+    await pool.unlock();
+  }
+  return started;
 }

@@ -61,6 +61,8 @@ export interface LaunchInputs {
   access: { env: string; token: string };
   /** A named-commands file on the host. */
   commandsFile?: string;
+  /** A sandbox of the warm pool: its server waits for a claim on stdin (`server/claim.ts`). */
+  awaitClaim?: boolean;
   /** The in-sandbox server's policy (written to `policy.json` in the run directory). */
   policy: Record<string, unknown>;
   /** Where the server and the relay are run from. */
@@ -249,7 +251,7 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     const { argv, stateDir } = serverArgs(Deno.execPath(), pkg, paths, inputs.policy, env);
     env.SANDBAR_STATE_DIR = stateDir;
     env.SANDBAR_ISOLATION = "none"; // the server lists it under the capabilities' warnings
-    argv.push("--port", "0", "--pty-port", "0");
+    argv.push("--port", "0", "--pty-port", "0", ...(inputs.awaitClaim ? ["--await-claim"] : []));
     // No PID namespace here: tie the server's life to the supervisor's (as bubblewrap's
     // --die-with-parent does) so a killed supervisor cannot leave it running.
     const setpriv = onPath("setpriv");
@@ -272,7 +274,13 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
   env.SANDBAR_PROC = "open";
   // The sandbox's network is its provider's: a namespace with no way out but the egress bridge.
   env.SANDBAR_EGRESS = "provider";
-  server.push("--port", "9000", "--pty-port", "9001");
+  server.push(
+    "--port",
+    "9000",
+    "--pty-port",
+    "9001",
+    ...(inputs.awaitClaim ? ["--await-claim"] : []),
+  );
   const relay = [
     INSIDE_DENO,
     "run",

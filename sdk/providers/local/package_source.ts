@@ -65,6 +65,7 @@ export const SANDBOX_MODULES = [
   "server/main.ts",
   "sdk/providers/local/relay.ts",
   "sdk/providers/local/supervisor.ts",
+  "sdk/providers/local/pool_fill.ts",
   "server/confine/spawner_worker.ts",
   "server/files/regex_worker.ts",
 ];

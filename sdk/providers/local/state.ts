@@ -84,6 +84,11 @@ export interface LocalState {
   ports?: { http: number; pty: number };
   /** Without bubblewrap: the server's real ports on the host's loopback. */
   upstream?: { http: number; pty: number };
+  /**
+   * Set while the sandbox waits in the warm pool (`pool.ts`) under this key: hidden from `list`
+   * and `connect` until a `claim` hands it out; removed by the claim.
+   */
+  pool?: { key: string };
 }
 
 /** One recorded event of a sandbox. */

@@ -9,7 +9,9 @@
  * - puts the sandbox in a cgroup of its own before it runs anything (see `cgroup.ts`), where the
  *   kernel enforces its sizes, and watches it for OOM kills (recorded as events in its state);
  * - answers the control socket: `ping`, `pause` (freezes the cgroup; without one, SIGSTOP to
- *   every process of the tree), `resume`, `set_timeout`, `kill`;
+ *   every process of the tree), `resume`, `set_timeout`, `kill`, and for a sandbox of the warm pool `claim`
+ *   (new tokens and environment to the server through its stdin, which only this process
+ *   holds; new tokens to the gateways; the caller's lifetime and metadata);
  * - on the end, for any reason, kills every process of the sandbox (every member of its cgroup)
  *   and removes its directory and cgroup.
  *
@@ -28,12 +30,13 @@ import { capabilityNames } from "../capabilities.ts";
 import { cgroupStats, createCgroup, enterArgv, freeze, killAll, removeCgroup } from "./cgroup.ts";
 import { newRelayKey, RELAY_KEY_FILE, RelayChannel } from "./channel.ts";
 import {
+  type ClaimRequest,
   type ControlRequest,
   type ControlResponse,
   type LocalMetrics,
   serveControl,
 } from "./control.ts";
-import { type Gateway, startGateway } from "./gateway.ts";
+import { type Gateway, type GatewayOptions, startGateway } from "./gateway.ts";
 import { diskUsage, mountImage, removeSandboxFiles } from "./disk.ts";
 import { killTree, processRef, signalTree } from "./procfs.ts";
 import type { Duplex } from "./splice.ts";
@@ -42,12 +45,19 @@ import { type LocalState, readState, SandboxDir, writeAtomic, writeState } from 
 const LOG_LIMIT = 8 * 1024 * 1024;
 const TAIL = 4096;
 const MAX_TIMEOUT = 86_400;
+/** How long the server may take to apply a claim. */
+const CLAIM_TIMEOUT_MS = 10_000;
 
 class Supervisor {
   readonly dir: SandboxDir;
   state: LocalState;
   child!: Deno.ChildProcess;
   gateways: Gateway[] = [];
+  /** The gateways' options, whose tokens a claim replaces. */
+  gatewayOptions: GatewayOptions[] = [];
+  /** Resolved when the server says `claimed`. */
+  claimed = Promise.withResolvers<void>();
+  claiming = false;
   channel: RelayChannel | undefined;
   stopControl: () => void = () => {};
   timer: ReturnType<typeof setTimeout> | undefined;
@@ -197,12 +207,63 @@ class Supervisor {
         await this.save();
         return ok();
       }
+      case "claim":
+        return await this.claim(request);
       case "kill":
         await this.stop();
         return { ok: true, status: "stopped", endAt: this.state.endAt };
       default:
         return { ok: false, error: "unknown op" };
     }
+  }
+
+  /** Hand this pooled sandbox to the caller of `request` (once). */
+  async claim(request: ClaimRequest): Promise<ControlResponse> {
+    if (!this.state.pool || this.claiming) return { ok: false, error: "not a pooled sandbox" };
+    const s = request.seconds;
+    if (!Number.isInteger(s) || s < 1 || s > MAX_TIMEOUT) {
+      return { ok: false, error: `timeout must be an integer from 1 to ${MAX_TIMEOUT}` };
+    }
+    this.claiming = true;
+    const line = JSON.stringify({
+      tokens: { default: request.serverToken, access: request.accessToken },
+      env: request.envs,
+    }) + "\n";
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      const writer = this.child.stdin.getWriter();
+      await writer.write(new TextEncoder().encode(line));
+      await writer.close().catch(() => {});
+      await Promise.race([
+        this.claimed.promise,
+        new Promise((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error("the server did not take the claim")),
+            CLAIM_TIMEOUT_MS,
+          );
+        }),
+      ]);
+    } catch (e) {
+      this.stop();
+      return { ok: false, error: (e as Error).message };
+    } finally {
+      clearTimeout(timer);
+    }
+    const now = Date.now();
+    this.state.serverToken = request.serverToken;
+    this.state.accessToken = request.accessToken;
+    this.state.gatewayToken = request.gatewayToken;
+    for (const o of this.gatewayOptions) {
+      o.accessToken = this.state.secure ? request.accessToken : null;
+      o.gatewayToken = this.state.secure ? request.gatewayToken : null;
+    }
+    this.state.metadata = request.metadata;
+    this.state.createdAt = new Date(now).toISOString();
+    this.state.endAt = new Date(now + s * 1000).toISOString();
+    delete this.state.pool;
+    this.armTimer();
+    await this.save();
+    return { ok: true, status: this.state.status, endAt: this.state.endAt };
   }
 
   stop(): Promise<void> {
@@ -323,7 +384,8 @@ async function main(path: string): Promise<number> {
     env: state.launch.env,
     clearEnv: true,
     cwd: state.isolation === "none" ? dir.root : "/",
-    stdin: "null",
+    // A pooled sandbox's server reads its claim here (server/claim.ts).
+    stdin: state.pool ? "piped" : "null",
     stdout: "piped",
     stderr: "piped",
   }).spawn();
@@ -333,6 +395,7 @@ async function main(path: string): Promise<number> {
     try {
       const event = JSON.parse(line);
       if (event.event === "listening") listening.resolve(event);
+      if (event.event === "claimed") sup.claimed.resolve();
     } catch { /* not an event */ }
   };
   const record = (b: Uint8Array) => sup.record(b);
@@ -371,9 +434,9 @@ async function main(path: string): Promise<number> {
     const gatewayToken = state.secure ? state.gatewayToken ?? null : null;
     const dial = (port: number) => sup.dial(port);
     for (const defaultPort of [9000, 9001]) {
-      sup.gateways.push(
-        startGateway({ sandboxId: state.id, defaultPort, accessToken, gatewayToken, dial, refuse }),
-      );
+      const options = { sandboxId: state.id, defaultPort, accessToken, gatewayToken, dial, refuse };
+      sup.gatewayOptions.push(options);
+      sup.gateways.push(startGateway(options));
     }
     await Deno.remove(dir.controlSocket).catch(() => {});
     sup.stopControl = serveControl(dir.controlSocket, (r) => sup.control(r));
