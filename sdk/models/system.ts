@@ -54,6 +54,18 @@ export interface SystemMetrics {
     systemPercent: number;
     iowaitPercent: number;
   };
+  /**
+   * The limits of the server's cgroup (a local sandbox's sizes), or null where none is set; where
+   * set, `cpu.count`, `cpu.percent`, `memory` and `processes.total` are the cgroup's.
+   */
+  limits?: {
+    source: string;
+    cpuCores: number | null;
+    memoryBytes: number | null;
+    memoryUsedBytes: number | null;
+    pids: number | null;
+    pidsCurrent: number | null;
+  } | null;
   /** Memory in bytes. */
   memory: {
     totalBytes: number;

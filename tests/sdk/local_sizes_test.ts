@@ -211,6 +211,25 @@ for (const isolation of ["bwrap", "none"] as const) {
 }
 
 Deno.test({
+  name: "system.metrics inside reports the sandbox's own limits, not the host's",
+  ignore,
+  fn: async () => {
+    await using sandbox = await Sandbox.create({ memory: 512, cpu: 1, disk: 256 });
+    const m = await sandbox.server.system.metrics();
+    assert.equal(m.limits?.memoryBytes, 512 * 1024 * 1024);
+    assert.equal(m.memory.totalBytes, 512 * 1024 * 1024);
+    assert.ok(m.memory.usedBytes > 0 && m.memory.usedBytes < 512 * 1024 * 1024);
+    assert.equal(m.cpu.count, 1);
+    assert.equal(m.limits?.pids, 1024);
+    assert.ok(m.disk.totalBytes <= 256 * 1024 * 1024, `${m.disk.totalBytes}`);
+    const own = await sandbox.getMetrics();
+    assert.equal(own.memTotal, 512 * 1024 * 1024);
+    assert.equal(own.processLimit, 1024);
+    assert.equal(own.diskTotal, m.disk.totalBytes);
+  },
+});
+
+Deno.test({
   name: "limits: false enforces nothing and refuses sizes asked for (E8004)",
   fn: async () => {
     const provider = new LocalProvider({ home, limits: false });

@@ -324,6 +324,7 @@ export class LocalProvider implements SandboxProvider {
       runDir: dir.run,
       tmpDir: dir.tmp,
       memory: sizes.memory,
+      cgroup: sizes.cgroup,
       channelDir: dir.channel,
       envs: request.envs,
       serverToken,

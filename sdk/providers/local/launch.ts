@@ -15,6 +15,7 @@
  * | the package, DENO_DIR  | read-only, at their host paths (the server runs from there)  |
  * | `/run/sandbar`         | the policy file, the server's state, the relay's key (once)  |
  * | `/run/sandbar-channel` | the supervisor's socket the relay connects to, read-only     |
+ * | `/sys/fs/cgroup/…`     | the sandbox's own cgroup, read-only (its limits)             |
  *
  * Its network namespace has only a loopback interface: nothing in it can reach the host's
  * loopback, the LAN or the internet. The in-sandbox server listens on 127.0.0.1:9000 and 9001
@@ -34,6 +35,7 @@ import { compilePolicy } from "../../../server/policy/compile.ts";
 import type { PolicyFile } from "../../../server/policy/schema.ts";
 import { ValidationError } from "../../errors/mod.ts";
 import { CHANNEL_SOCKET, RELAY_KEY_FILE } from "./channel.ts";
+import type { CgroupRef } from "./cgroup.ts";
 import type { PackageSource } from "./package_source.ts";
 import type { Isolation } from "./state.ts";
 
@@ -51,6 +53,8 @@ export interface LaunchInputs {
   tmpDir: string;
   /** The memory limit in MiB (it bounds `/dev/shm`, which is memory), or null. */
   memory?: number | null;
+  /** The sandbox's cgroup, bound read-only where a container finds its own (its limits). */
+  cgroup?: CgroupRef;
   /** The directory of the supervisor's channel socket on the host (read-only inside). */
   channelDir: string;
   /** Environment variables of the sandbox. */
@@ -220,6 +224,17 @@ function serverArgs(
 }
 
 /**
+ * The sandbox's own cgroup, read-only where a container looks for its limits: `/proc/self/cgroup`
+ * says `/` inside its cgroup namespace, so `/sys/fs/cgroup/<controller>/` (v1) or
+ * `/sys/fs/cgroup/` (v2) is its own cgroup's directory.
+ */
+function cgroupBinds(ref: CgroupRef | undefined): string[] {
+  if (!ref) return [];
+  if (ref.version === 2) return ["--ro-bind", ref.dirs.unified, "/sys/fs/cgroup"];
+  return Object.entries(ref.dirs).flatMap(([c, dir]) => ["--ro-bind", dir, `/sys/fs/cgroup/${c}`]);
+}
+
+/**
  * The launch plan of a sandbox.
  *
  * @example
@@ -371,6 +386,7 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     cache,
     cache,
     ...(inputs.commandsFile ? ["--ro-bind", dirname(inputs.commandsFile), INSIDE_COMMANDS] : []),
+    ...cgroupBinds(inputs.cgroup),
     "--chdir",
     INSIDE_HOME,
     "/bin/sh",
