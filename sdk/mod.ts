@@ -151,5 +151,14 @@ export type {
   SandboxHandle,
   SandboxProvider,
 } from "./providers/types.ts";
+export { DockerProvider, type DockerProviderOptions } from "./providers/docker/index.ts";
+export {
+  Engine,
+  type EngineAddress,
+  type EngineCallOptions,
+  EngineError,
+  HijackedStream,
+} from "./providers/docker/engine.ts";
+export { buildTemplate, type BuildTemplateOptions } from "./providers/docker/build.ts";
 export { LocalProvider, type LocalProviderOptions } from "./providers/local/index.ts";
 export type { Isolation } from "./providers/local/state.ts";

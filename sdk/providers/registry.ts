@@ -1,18 +1,22 @@
 /**
- * The registry of providers: a name to a factory. `local` is built in and is the default;
+ * The registry of providers: a name to a factory. `local` (the default) and `docker` are built in;
  * `SANDBAR_PROVIDER` names another default for the whole process.
  *
  * @module
  */
 
 import { ValidationError } from "../errors/mod.ts";
+import { DockerProvider } from "./docker/index.ts";
 import { LocalProvider } from "./local/index.ts";
 import type { ProviderCredentials, SandboxProvider } from "./types.ts";
 
 /** Makes a provider from the credentials a call carries. */
 export type ProviderFactory = (credentials: ProviderCredentials) => SandboxProvider;
 
-const FACTORIES = new Map<string, ProviderFactory>([["local", () => new LocalProvider()]]);
+const FACTORIES = new Map<string, ProviderFactory>([
+  ["local", () => new LocalProvider()],
+  ["docker", () => new DockerProvider()],
+]);
 
 /**
  * Register a provider under `name` (replacing one of the same name).

@@ -60,6 +60,10 @@ export interface ProviderCreateRequest {
   commandsFile?: string;
   /** How to isolate it (`local`: `bwrap` or `none`); undefined for the provider's default. */
   isolation?: "bwrap" | "none";
+  /** The most processes the sandbox may have at once. */
+  pids?: number;
+  /** Named volumes to mount: volume name to the absolute path inside. */
+  volumes?: Record<string, string>;
 }
 
 /** How to reach one port of a sandbox from this process. */
@@ -139,4 +143,6 @@ export interface SandboxProvider {
   getMetrics?(sandboxId: string): Promise<SandboxMetrics>;
   /** What happened to it (OOM kills), oldest first; absent: `getEvents()` raises E8004. */
   getEvents?(sandboxId: string): Promise<SandboxEvent[]>;
+  /** Save its file system as a template named `name`; returns the template's name. */
+  snapshot?(sandboxId: string, name: string): Promise<string>;
 }

@@ -55,6 +55,8 @@ export const CREATE_OPTIONS: readonly string[] = [
   "policy",
   "commandsFile",
   "isolation",
+  "pids",
+  "volumes",
 ];
 
 /** The options `list` knows. */
@@ -96,6 +98,13 @@ export interface SandboxCreateOptions extends SandboxConnectionOptions {
    * capabilities' `warnings` and once on stderr). Other providers refuse it.
    */
   isolation?: "bwrap" | "none";
+  /** The most processes at once (`docker`; `local` refuses it). */
+  pids?: number;
+  /**
+   * Named volumes to mount, volume name to absolute path inside (`docker`: they outlive the
+   * sandbox; `local` refuses them).
+   */
+  volumes?: Record<string, string>;
 }
 
 /** Options of `Sandbox.list`. */
@@ -210,6 +219,8 @@ export function createRequest(
     policy: options.policy,
     commandsFile: options.commandsFile,
     isolation: options.isolation,
+    pids: optionalSize("pids", options.pids),
+    volumes: options.volumes === undefined ? undefined : stringMap("volumes", options.volumes),
   };
 }
 

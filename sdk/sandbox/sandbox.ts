@@ -354,6 +354,24 @@ export class Sandbox implements AsyncDisposable {
     await this.refreshInfo();
   }
 
+  /**
+   * Save the sandbox's file system as a template named `name` (the `docker` provider: an image,
+   * by the engine's commit); `Sandbox.create(name)` then starts from it. Returns the template's
+   * name. `ProviderFeatureNotSupportedError` where the provider cannot.
+   */
+  async snapshot(name: string): Promise<string> {
+    if (typeof name !== "string" || name === "") {
+      throw new ValidationError("snapshot: name must be a non-empty string");
+    }
+    if (!this.#provider.snapshot) {
+      throw new ProviderFeatureNotSupportedError(
+        `The ${this.#provider.name} provider cannot snapshot a sandbox`,
+        { suggestion: "Use the docker provider, whose templates are images." },
+      );
+    }
+    return await this.#provider.snapshot(this.id, name);
+  }
+
   /** Read the info again (status, lifetime end). */
   async refreshInfo(): Promise<SandboxInfo> {
     try {

@@ -70,6 +70,8 @@ export interface GatewayOptions {
   dial(port: number): Promise<Duplex>;
   /** A refusal for every request while it returns one (for example while paused). */
   refuse(): GatewayRefusal | null;
+  /** Let the process exit while the gateway listens (the docker provider's, in any SDK process). */
+  unref?: boolean;
 }
 
 /** A running gateway. */
@@ -277,6 +279,7 @@ async function handle(conn: Deno.TcpConn, options: GatewayOptions): Promise<void
  */
 export function startGateway(options: GatewayOptions): Gateway {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  if (options.unref) listener.unref();
   const open = new Set<Deno.TcpConn>();
   (async () => {
     for await (const conn of listener) {

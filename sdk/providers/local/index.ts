@@ -211,6 +211,16 @@ export class LocalProvider implements SandboxProvider {
         suggestion: "Leave out `gpu`, or use a provider that offers GPUs.",
       });
     }
+    for (const option of ["pids", "volumes"] as const) {
+      if (request[option] !== undefined) {
+        throw new ProviderFeatureNotSupportedError(
+          `The local provider cannot honour \`${option}\``,
+          {
+            suggestion: "Leave it out, or use the docker provider.",
+          },
+        );
+      }
+    }
     if (request.template !== "base") {
       throw new ValidationError(`The local provider has no template "${request.template}"`, {
         suggestion: 'Use the template "base" (the default); shape the sandbox with `policy`, ' +

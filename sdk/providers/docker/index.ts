@@ -1,0 +1,729 @@
+/**
+ * The `docker` provider: a sandbox is a container of a Docker engine (or Podman's compatible
+ * service), reached over `DOCKER_HOST` (a Unix socket by default; `tcp://` on this machine).
+ * Templates are images; the in-sandbox server runs in any glibc image from this host's Deno and
+ * this package, bound read-only (`launch.ts`); the SDK reaches it through a relay and a Unix
+ * socket bound read-only into the container (`channel.ts`). Everything `list` and `connect`
+ * need is in the container's labels: no state of its own to lose. See `docs/sdk/providers.md`.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import {
+  ProviderFeatureNotSupportedError,
+  SandboxError,
+  SandboxNotFoundError,
+  TimeoutError,
+  ValidationError,
+} from "../../errors/mod.ts";
+import type { SandboxInfo, SandboxMetrics } from "../../models/sandbox.ts";
+import { capabilityNames } from "../capabilities.ts";
+import { denoDir } from "../local/launch.ts";
+import { cacheSandboxModules, packageSource } from "../local/package_source.ts";
+import { removeTree, sandbarHome, writeAtomic } from "../local/state.ts";
+import type {
+  PortAddress,
+  ProviderCreateRequest,
+  ProviderListQuery,
+  SandboxHandle,
+  SandboxProvider,
+} from "../types.ts";
+import { DockerChannel } from "./channel.ts";
+import { Engine, engineAddress, EngineError, engineIsLocal } from "./engine.ts";
+import { ACCESS_TOKEN_ENV, containerBody, INSIDE, policyFor, serverArgv } from "./launch.ts";
+import { tarArchive } from "./tar.ts";
+
+/** Options of {@linkcode DockerProvider}. */
+export interface DockerProviderOptions {
+  /** The engine (`unix:///…` or `tcp://host:port`); default `DOCKER_HOST`, else the usual socket. */
+  host?: string;
+  /** Where sandboxes' host directories live; default `$SANDBAR_HOME`, else `~/.local/state/sandbar`. */
+  home?: string;
+}
+
+const ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789";
+const RESERVED_ENV = /^(SVC_SERVER_TOKEN|SANDBAR_.*|DENO_DIR)$/;
+const DEFAULT_START_TIMEOUT = 60;
+/** An image reference as the engine takes it (`name[:tag]`, with an optional registry part). */
+const IMAGE_REF = /^[a-z0-9][a-z0-9._/:-]{0,254}(@sha256:[0-9a-f]{64})?$/;
+const LABEL = "sandbar.id";
+
+function newId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(20));
+  return Array.from(bytes, (b) => ID_ALPHABET[b % ID_ALPHABET.length]).join("");
+}
+
+function newToken(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_")
+    .replace(/=+$/, "");
+}
+
+/** The container's name of a sandbox. */
+export function containerName(id: string): string {
+  return `sandbar-${id}`;
+}
+
+interface ContainerJson {
+  Id: string;
+  State: { Status: string; Running: boolean; Paused: boolean };
+  Config: { Labels: Record<string, string> | null };
+}
+
+/** What the labels of a sandbox's container say. */
+interface Labeled {
+  id: string;
+  container: string;
+  status: string;
+  labels: Record<string, string>;
+}
+
+/** The relay's command line and environment inside, for every process that connects. */
+function relayPlan(): { argv: string[]; env: string[] } {
+  const source = packageSource();
+  return {
+    argv: [
+      INSIDE.deno,
+      "run",
+      "--no-config",
+      "--no-lock",
+      "--no-prompt",
+      `--allow-read=${INSIDE.host}/sock`,
+      `--allow-write=${INSIDE.host}/sock`,
+      "--allow-ffi",
+      ...source.runFlags,
+      source.module("sdk/providers/docker/relay.ts"),
+    ],
+    // Deno's cache as the server has it, read-only: a writable one inside could be given a
+    // planted compiled module by code in the sandbox, and the relay carries every request.
+    env: [`DENO_DIR=${denoDir()}`, "DENO_NO_UPDATE_CHECK=1"],
+  };
+}
+
+/** Channels this process has opened, by sandbox id (one relay per process and sandbox). */
+const CHANNELS = new Map<string, Promise<DockerChannel>>();
+/** Sandboxes this process paused (its gateways refuse requests meanwhile). */
+const PAUSED = new Set<string>();
+
+/**
+ * The docker provider.
+ *
+ * @example
+ * ```ts ignore
+ * import { DockerProvider, Sandbox } from "@sandbar/sandbar";
+ * await using sandbox = await Sandbox.create("python:3.12-slim", {
+ *   provider: new DockerProvider({ host: "unix:///var/run/docker.sock" }),
+ * });
+ * ```
+ */
+export class DockerProvider implements SandboxProvider {
+  /** `docker`. */
+  readonly name = "docker";
+  /** The engine's client. */
+  readonly engine: Engine;
+  /** Where sandboxes' host directories live. */
+  readonly home: string;
+
+  /** Make the provider (nothing is contacted until a call). */
+  constructor(options: DockerProviderOptions = {}) {
+    const host = options.host ?? Deno.env.get("DOCKER_HOST") ?? "unix:///var/run/docker.sock";
+    this.engine = new Engine(engineAddress(host));
+    this.home = join(options.home ?? sandbarHome(), "docker");
+  }
+
+  #requireLocal(): void {
+    if (!engineIsLocal(this.engine.address)) {
+      throw new ProviderFeatureNotSupportedError(
+        `The docker provider reaches a sandbox's server through a Unix socket bound into the ` +
+          `container from this machine; the engine at ${this.engine.describe()} is on another ` +
+          "machine",
+        {
+          suggestion: "Use an engine on this machine (a Unix socket, or tcp:// on a loopback " +
+            "address), or run the SDK on the engine's machine.",
+        },
+      );
+    }
+  }
+
+  /** Create a sandbox from an image and return once its server answers. */
+  async create(request: ProviderCreateRequest): Promise<SandboxHandle> {
+    if (request.gpu !== undefined) {
+      throw new ProviderFeatureNotSupportedError("The docker provider cannot attach a GPU yet", {
+        suggestion: "Leave out `gpu`.",
+      });
+    }
+    if (request.isolation !== undefined) {
+      throw new ProviderFeatureNotSupportedError(
+        "isolation: the docker provider's isolation is the container's; it takes no `isolation`",
+        { suggestion: "Leave out `isolation` (it is the local provider's)." },
+      );
+    }
+    if (!IMAGE_REF.test(request.template)) {
+      throw new ValidationError(`template "${request.template}" is not an image reference`, {
+        suggestion: 'Name a local image, for example "debian:bookworm" or one built with ' +
+          "buildTemplate().",
+      });
+    }
+    for (const name of Object.keys(request.envs)) {
+      if (RESERVED_ENV.test(name)) throw new ValidationError(`envs: ${name} is reserved`);
+    }
+    const volumes = request.volumes ?? {};
+    for (const [name, path] of Object.entries(volumes)) {
+      if (
+        !/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(name) || !path.startsWith("/") || path.includes(":")
+      ) {
+        throw new ValidationError(
+          `volumes: "${name}" -> "${path}" must map a volume name to an absolute path`,
+        );
+      }
+    }
+    this.#requireLocal();
+    const image = await this.engine.call<{ Config: { User?: string } } | null>(
+      "GET",
+      `/images/${encodeURIComponent(request.template)}/json`,
+      { accept: [404] },
+    );
+    if (!image) {
+      throw new ValidationError(`No image "${request.template}" on the engine`, {
+        suggestion: "Build it (buildTemplate), pull it with the engine, or name a local image.",
+      });
+    }
+    const user = image.Config.User ?? "";
+    if (user !== "" && !/^(root|0)(:(root|0))?$/.test(user)) {
+      throw new ProviderFeatureNotSupportedError(
+        `Image ${request.template} runs as user "${user}"; not supported yet`,
+        { suggestion: "Use an image whose USER is root (the sandbox's processes run as it)." },
+      );
+    }
+    const id = newId();
+    const hostDir = join(this.home, id);
+    await Deno.mkdir(join(hostDir, "sock"), { recursive: true, mode: 0o755 });
+    await Deno.chmod(hostDir, 0o755);
+    try {
+      return await this.#start(request, id, hostDir, volumes);
+    } catch (e) {
+      await this.engine.fetch("DELETE", `/containers/${containerName(id)}`, {
+        query: { force: true, v: true },
+        accept: [404, 409],
+      }).then((r) => r.body?.cancel()).catch(() => {});
+      CHANNELS.get(id)?.then((c) => c.close()).catch(() => {});
+      CHANNELS.delete(id);
+      await removeTree(hostDir).catch(() => {});
+      throw e;
+    }
+  }
+
+  async #start(
+    request: ProviderCreateRequest,
+    id: string,
+    hostDir: string,
+    volumes: Record<string, string>,
+  ): Promise<SandboxHandle> {
+    const source = packageSource();
+    const cache = denoDir();
+    const serverToken = newToken();
+    const accessToken = newToken();
+    const commandsFile = request.commandsFile
+      ? await Deno.realPath(request.commandsFile).catch(() => {
+        throw new ValidationError(`commandsFile ${request.commandsFile} does not exist`);
+      })
+      : undefined;
+    const policy = policyFor(request.policy, source, cache);
+    if (request.policy !== undefined) await validatePolicy(policy);
+    const env: Record<string, string> = {
+      HOME: INSIDE.home,
+      LANG: "C.UTF-8",
+      TMPDIR: "/tmp",
+      DENO_DIR: cache,
+      DENO_NO_UPDATE_CHECK: "1",
+      SANDBAR_PROC: "open",
+      SANDBAR_STATE_DIR: `${INSIDE.run}/state`,
+      ...request.envs,
+    };
+    const server = serverArgv({
+      source,
+      policy,
+      env: { ...env, SVC_SERVER_TOKEN: serverToken, [ACCESS_TOKEN_ENV]: accessToken },
+      commandsFile,
+    });
+    await cacheSandboxModules(source, cache);
+    const now = Date.now();
+    const endAt = now + request.timeout * 1000;
+    await writeAtomic(join(hostDir, "policy.json"), JSON.stringify(policy, null, 2), 0o644);
+    await writeAtomic(join(hostDir, "end_at"), `${Math.floor(endAt / 1000)}\n`, 0o644);
+    const relay = relayPlan();
+    const labels: Record<string, string> = {
+      [LABEL]: id,
+      "sandbar.template": request.template,
+      "sandbar.created": new Date(now).toISOString(),
+      "sandbar.end": new Date(endAt).toISOString(),
+      "sandbar.metadata": JSON.stringify(request.metadata),
+      "sandbar.resources": JSON.stringify({
+        cpu: request.cpu ?? null,
+        memory: request.memory ?? null,
+        disk: request.disk ?? null,
+        pids: request.pids ?? null,
+      }),
+      "sandbar.secure": request.secure ? "1" : "0",
+      "sandbar.server-token": serverToken,
+      "sandbar.access-token": accessToken,
+      "sandbar.gateway-token": newToken(),
+      "sandbar.host-dir": hostDir,
+      "sandbar.relay": JSON.stringify(relay),
+      "sandbar.server-command": JSON.stringify([
+        INSIDE.deno,
+        "run",
+        "-A",
+        ...source.runFlags,
+        source.module("server/main.ts"),
+      ]),
+    };
+    const body = containerBody({
+      image: request.template,
+      labels,
+      env,
+      server,
+      source,
+      denoDir: cache,
+      hostDir,
+      commandsFile,
+      volumes,
+      cpu: request.cpu,
+      memory: request.memory,
+      pids: request.pids,
+      disk: request.disk,
+    });
+    const name = containerName(id);
+    try {
+      await this.engine.call("POST", "/containers/create", { query: { name }, body });
+    } catch (e) {
+      if (
+        request.disk !== undefined && e instanceof EngineError &&
+        /storage-opt|StorageOpt|quota/i.test(e.message)
+      ) {
+        throw new ProviderFeatureNotSupportedError(
+          `disk: the engine's storage driver cannot cap a container's disk here (${e.message})`,
+          {
+            suggestion: "Leave out `disk`, or run the engine on a storage driver that caps it " +
+              "(overlay2 on xfs with pquota, btrfs, zfs).",
+          },
+        );
+      }
+      throw e;
+    }
+    const encoder = new TextEncoder();
+    const secrets = tarArchive([
+      { name: ".sandbar-secret/", mode: 0o700 },
+      {
+        name: ".sandbar-secret/server_token",
+        data: encoder.encode(`${serverToken}\n`),
+        mode: 0o600,
+      },
+      {
+        name: ".sandbar-secret/access_token",
+        data: encoder.encode(`${accessToken}\n`),
+        mode: 0o600,
+      },
+    ]);
+    await this.engine.call("PUT", `/containers/${name}/archive`, {
+      query: { path: "/" },
+      body: secrets,
+    });
+    await this.engine.call("POST", `/containers/${name}/start`, { accept: [304] });
+    const deadline = Date.now() + (request.requestTimeout ?? DEFAULT_START_TIMEOUT) * 1000;
+    const handle = await this.#handle(id, labels, "running", deadline);
+    return handle;
+  }
+
+  async #inspect(id: string): Promise<Labeled | null> {
+    if (!/^[a-z0-9]{1,64}$/.test(id)) return null;
+    const c = await this.engine.call<ContainerJson | null>(
+      "GET",
+      `/containers/${containerName(id)}/json`,
+      { accept: [404] },
+    );
+    const labels = c?.Config.Labels ?? {};
+    if (!c || labels[LABEL] !== id) return null;
+    return { id, container: c.Id, status: c.State.Status, labels };
+  }
+
+  /** A live sandbox's labels; expired ones are removed here (the host's half of the lifetime). */
+  async #live(id: string): Promise<Labeled> {
+    const found = await this.#inspect(id);
+    if (
+      found &&
+      (found.status === "running" || found.status === "paused" || found.status === "created")
+    ) {
+      const end = await endOf(found.labels);
+      // The container's own watch ends it at its end time; if something inside stopped the
+      // watch, the host ends it at the next call that looks (with a little grace).
+      if (end.getTime() + 5000 >= Date.now()) return found;
+      await this.#remove(id, found.labels);
+    }
+    throw new SandboxNotFoundError(`Sandbox ${id} not found (killed, or its timeout ran out)`);
+  }
+
+  async #handle(
+    id: string,
+    labels: Record<string, string>,
+    status: string,
+    deadline: number,
+  ): Promise<SandboxHandle> {
+    const channel = await this.#channel(id, labels, deadline);
+    const secure = labels["sandbar.secure"] === "1";
+    const serverToken = labels["sandbar.server-token"];
+    const portAddress = (port: number, ws = false): PortAddress => {
+      const listener = channel.gateways[ws ? 1 : 0].port;
+      const prefix = port === (ws ? 9001 : 9000) ? "" : `/_port/${port}`;
+      const headers: Record<string, string> = {};
+      if (secure) headers["X-Sandbar-Gateway"] = labels["sandbar.gateway-token"];
+      return { url: `${ws ? "ws" : "http"}://127.0.0.1:${listener}${prefix}`, headers };
+    };
+    const capabilities = await this.#capabilities(id, portAddress(9000), serverToken, deadline);
+    const info = await infoOf(id, labels, status, true);
+    info.envdUrl = portAddress(9000).url;
+    return {
+      info,
+      secure,
+      domain: `localhost:${channel.gateways[0].port}`,
+      scheme: "http",
+      capabilities,
+      serverToken,
+      portAddress,
+      serverCommand: JSON.parse(labels["sandbar.server-command"]),
+    };
+  }
+
+  #channel(id: string, labels: Record<string, string>, deadline: number): Promise<DockerChannel> {
+    const known = CHANNELS.get(id);
+    if (known) {
+      return known.then((c) => {
+        if (c.alive) return c;
+        CHANNELS.delete(id);
+        return this.#channel(id, labels, deadline);
+      });
+    }
+    const relay = JSON.parse(labels["sandbar.relay"]);
+    const secure = labels["sandbar.secure"] === "1";
+    const opening = DockerChannel.open({
+      engine: this.engine,
+      container: containerName(id),
+      socketDir: join(labels["sandbar.host-dir"], "sock"),
+      socketDirInside: `${INSIDE.host}/sock`,
+      relayArgv: relay.argv,
+      relayEnv: relay.env,
+      sandboxId: id,
+      accessToken: secure ? labels["sandbar.access-token"] : null,
+      gatewayToken: secure ? labels["sandbar.gateway-token"] : null,
+      refuse: () =>
+        PAUSED.has(id)
+          ? {
+            status: 409,
+            code: "sandbox_paused",
+            message: `Sandbox ${id} is paused; call resume() first`,
+          }
+          : null,
+    });
+    CHANNELS.set(id, opening);
+    opening.catch(() => CHANNELS.delete(id));
+    return opening;
+  }
+
+  /** The capability names: the server's document, less what the image lacks. */
+  async #capabilities(
+    id: string,
+    address: PortAddress,
+    serverToken: string,
+    deadline: number,
+  ): Promise<string[]> {
+    const headers = { ...address.headers, authorization: `Bearer ${serverToken}` };
+    let last = "";
+    while (true) {
+      try {
+        const res = await fetch(`${address.url}/capabilities`, { headers });
+        if (res.ok) {
+          const names = new Set([...capabilityNames(await res.json()), "ports"]);
+          const found = await this.#probe(id);
+          for (const needs of ["code", "browser"]) if (!found.has(needs)) names.delete(needs);
+          return [...names].sort();
+        }
+        last = `${res.status} ${(await res.text()).slice(0, 300)}`;
+      } catch (e) {
+        last = (e as Error).message;
+      }
+      const state = await this.#inspect(id);
+      if (!state || state.status === "exited" || state.status === "dead") {
+        throw new SandboxError(`The docker sandbox did not start: ${await this.#logs(id)}`.trim(), {
+          suggestion: "The image needs glibc and /bin/sh; the message ends with what it printed.",
+        });
+      }
+      if (Date.now() > deadline) {
+        throw new TimeoutError(`Sandbox ${id}'s server did not answer in time (${last})`);
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** What the init script found in the image (`code`, `browser`), from the container's log. */
+  async #probe(id: string): Promise<Set<string>> {
+    for (let i = 0; i < 100; i++) {
+      const line = (await this.#logs(id)).split("\n").find((l) => l.startsWith("sandbar-probe"));
+      if (line !== undefined) return new Set(line.split(" ").slice(1));
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return new Set();
+  }
+
+  async #logs(id: string): Promise<string> {
+    const res = await this.engine.fetch("GET", `/containers/${containerName(id)}/logs`, {
+      query: { stdout: true, stderr: true, tail: 200 },
+      accept: [404, 409],
+    }).catch(() => null);
+    if (!res || !res.ok) {
+      await res?.body?.cancel();
+      return "";
+    }
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    let out = "";
+    for (let at = 0; at + 8 <= bytes.length;) {
+      const size = new DataView(bytes.buffer, at + 4, 4).getUint32(0);
+      out += new TextDecoder().decode(bytes.subarray(at + 8, at + 8 + size));
+      at += 8 + size;
+    }
+    return out.slice(-4000);
+  }
+
+  /** The sandbox's info and addresses (opens this process's relay into it). */
+  async connect(sandboxId: string): Promise<SandboxHandle> {
+    this.#requireLocal();
+    const found = await this.#live(sandboxId);
+    return await this.#handle(
+      sandboxId,
+      found.labels,
+      found.status,
+      Date.now() + DEFAULT_START_TIMEOUT * 1000,
+    );
+  }
+
+  /** The sandbox's info now. */
+  async getInfo(sandboxId: string): Promise<SandboxInfo> {
+    const found = await this.#live(sandboxId);
+    if (found.status === "paused") PAUSED.add(sandboxId);
+    else PAUSED.delete(sandboxId);
+    const info = await infoOf(sandboxId, found.labels, found.status, true);
+    const channel = await CHANNELS.get(sandboxId)?.catch(() => null);
+    if (channel) info.envdUrl = `http://127.0.0.1:${channel.gateways[0].port}`;
+    return info;
+  }
+
+  /** Live sandboxes of this engine, oldest first; access tokens left out. */
+  async list(query: ProviderListQuery): Promise<SandboxInfo[]> {
+    const containers = await this.engine.call<
+      { Id: string; State: string; Labels: Record<string, string> }[]
+    >("GET", "/containers/json", {
+      query: { all: true, filters: JSON.stringify({ label: [LABEL] }) },
+    });
+    const found: SandboxInfo[] = [];
+    for (const c of containers) {
+      if (!["running", "paused", "created"].includes(c.State)) continue;
+      const info = await infoOf(c.Labels[LABEL], c.Labels, c.State, false);
+      if (info.endAt && info.endAt.getTime() + 5000 < Date.now()) {
+        await this.#remove(c.Labels[LABEL], c.Labels);
+        continue;
+      }
+      if (query.status && info.status !== query.status) continue;
+      found.push(info);
+    }
+    found.sort((a, b) =>
+      a.startedAt!.getTime() - b.startedAt!.getTime() || a.sandboxId.localeCompare(b.sandboxId)
+    );
+    return found.slice(query.offset, query.offset + query.limit);
+  }
+
+  async #remove(id: string, labels: Record<string, string>): Promise<void> {
+    CHANNELS.get(id)?.then((c) => c.close()).catch(() => {});
+    CHANNELS.delete(id);
+    PAUSED.delete(id);
+    const res = await this.engine.fetch("DELETE", `/containers/${containerName(id)}`, {
+      query: { force: true, v: true },
+      accept: [404, 409],
+    });
+    await res.body?.cancel();
+    // 409: the engine is already removing it (its lifetime ended); wait until it is gone.
+    for (let i = 0; i < 100 && res.status === 409 && (await this.#inspect(id)); i++) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    // The host directory the labels name, only where this provider's homes keep them.
+    const dir = labels["sandbar.host-dir"];
+    if (dir && dir.endsWith(`/docker/${id}`)) await removeTree(dir).catch(() => {});
+  }
+
+  /** Destroy a sandbox: its container, its anonymous volumes, its host directory. */
+  async kill(sandboxId: string): Promise<boolean> {
+    const found = await this.#inspect(sandboxId);
+    if (!found) return false;
+    await this.#remove(sandboxId, found.labels);
+    return true;
+  }
+
+  /** Make the lifetime end `timeout` seconds from now. */
+  async setTimeout(sandboxId: string, timeout: number): Promise<void> {
+    const found = await this.#live(sandboxId);
+    const end = Math.floor(Date.now() / 1000) + timeout;
+    await writeAtomic(join(found.labels["sandbar.host-dir"], "end_at"), `${end}\n`, 0o644);
+  }
+
+  /** Freeze every process of the sandbox (the engine's pause); its lifetime keeps counting. */
+  async pause(sandboxId: string): Promise<void> {
+    await this.#live(sandboxId);
+    const res = await this.engine.fetch("POST", `/containers/${containerName(sandboxId)}/pause`, {
+      accept: [409],
+    });
+    await res.body?.cancel();
+    PAUSED.add(sandboxId);
+  }
+
+  /** Thaw a paused sandbox. */
+  async resume(sandboxId: string): Promise<void> {
+    await this.#live(sandboxId);
+    const res = await this.engine.fetch("POST", `/containers/${containerName(sandboxId)}/unpause`, {
+      accept: [409],
+    });
+    await res.body?.cancel();
+    PAUSED.delete(sandboxId);
+  }
+
+  /**
+   * Save the sandbox's file system as an image named `name` (the engine's commit, the sandbox
+   * paused meanwhile); `create(name)` then starts from it. Mounted volumes are not in it.
+   */
+  async snapshot(sandboxId: string, name: string): Promise<string> {
+    if (!IMAGE_REF.test(name) || name.includes("@")) {
+      throw new ValidationError(`snapshot name "${name}" is not an image name`, {
+        suggestion: 'Use lower-case letters, digits, ".", "_", "-", "/" and an optional ":tag".',
+      });
+    }
+    const found = await this.#live(sandboxId);
+    const tagAt = name.lastIndexOf(":");
+    const [repo, tag] = tagAt > name.lastIndexOf("/")
+      ? [name.slice(0, tagAt), name.slice(tagAt + 1)]
+      : [name, "latest"];
+    await this.engine.call("POST", "/commit", {
+      query: { container: found.container, repo, tag, pause: found.status !== "paused" },
+      body: { Labels: { "sandbar.snapshot-of": sandboxId } },
+    });
+    return `${repo}:${tag}`;
+  }
+
+  /** The engine's `oom` events of the container since it was made. */
+  async #oomKills(found: Labeled): Promise<number> {
+    const since = Math.floor(Date.parse(found.labels["sandbar.created"]) / 1000);
+    const res = await this.engine.fetch("GET", "/events", {
+      query: {
+        since,
+        until: Math.ceil(Date.now() / 1000),
+        filters: JSON.stringify({ container: [found.container], event: ["oom"] }),
+      },
+    });
+    return (await res.text()).split("\n").filter((l) => l.trim()).length;
+  }
+
+  /** CPU, memory and process counts now, from the engine's stats. */
+  async getMetrics(sandboxId: string): Promise<SandboxMetrics> {
+    const found = await this.#live(sandboxId);
+    const s = await this.engine.call<DockerStats>(
+      "GET",
+      `/containers/${containerName(sandboxId)}/stats`,
+      {
+        query: { stream: false },
+      },
+    );
+    const cpuDelta = s.cpu_stats.cpu_usage.total_usage - s.precpu_stats.cpu_usage.total_usage;
+    const systemDelta = (s.cpu_stats.system_cpu_usage ?? 0) -
+      (s.precpu_stats.system_cpu_usage ?? 0);
+    const online = s.cpu_stats.online_cpus ?? 1;
+    const resources = JSON.parse(found.labels["sandbar.resources"] ?? "{}");
+    const quota: number | null = resources.cpu ?? null;
+    // Of the machine's cores used, as a share of the quota (or of one core when unlimited).
+    const cores = systemDelta > 0 ? (cpuDelta / systemDelta) * online : 0;
+    return {
+      timestamp: new Date(s.read),
+      cpuCount: quota,
+      cpuUsedPct: (cores / (quota ?? 1)) * 100,
+      cpuUsedSeconds: s.cpu_stats.cpu_usage.total_usage / 1e9,
+      memUsed: s.memory_stats.usage ?? null,
+      memTotal: resources.memory ? resources.memory * 1024 * 1024 : null,
+      diskUsed: null,
+      diskTotal: null,
+      processes: s.pids_stats?.current ?? null,
+      processLimit: s.pids_stats?.limit ?? resources.pids ?? null,
+      oomKills: await this.#oomKills(found),
+    };
+  }
+}
+
+interface DockerStats {
+  read: string;
+  cpu_stats: {
+    cpu_usage: { total_usage: number };
+    system_cpu_usage?: number;
+    online_cpus?: number;
+  };
+  precpu_stats: { cpu_usage: { total_usage: number }; system_cpu_usage?: number };
+  memory_stats: { usage?: number; limit?: number; failcnt?: number };
+  pids_stats?: { current?: number; limit?: number };
+}
+
+async function endOf(labels: Record<string, string>): Promise<Date> {
+  try {
+    const text = await Deno.readTextFile(join(labels["sandbar.host-dir"], "end_at"));
+    const seconds = Number(text.trim());
+    if (Number.isFinite(seconds) && seconds > 0) return new Date(seconds * 1000);
+  } catch { /* not on this machine, or gone: the label's */ }
+  return new Date(labels["sandbar.end"]);
+}
+
+async function infoOf(
+  id: string,
+  labels: Record<string, string>,
+  status: string,
+  withToken: boolean,
+): Promise<SandboxInfo> {
+  const resources = JSON.parse(labels["sandbar.resources"] ?? "{}");
+  return {
+    sandboxId: id,
+    template: labels["sandbar.template"],
+    status: status === "paused"
+      ? "paused"
+      : status === "running" || status === "created"
+      ? "running"
+      : "stopped",
+    envdUrl: null,
+    envdAccessToken: withToken ? labels["sandbar.access-token"] : null,
+    metadata: JSON.parse(labels["sandbar.metadata"] ?? "{}"),
+    startedAt: new Date(labels["sandbar.created"]),
+    endAt: await endOf(labels),
+    provider: "docker",
+    cpuCount: resources.cpu ?? null,
+    memoryMB: resources.memory ?? null,
+    diskMB: resources.disk ?? null,
+  };
+}
+
+/** Check a caller's policy with the server's schema before anything starts. */
+async function validatePolicy(policy: Record<string, unknown>): Promise<void> {
+  let parsePolicy: typeof import("../../../server/policy/load.ts").parsePolicy;
+  try {
+    ({ parsePolicy } = await import("../../../server/policy/load.ts"));
+  } catch {
+    return; // no import map here for its npm packages: the server checks it when it starts
+  }
+  try {
+    parsePolicy(JSON.stringify(policy, null, 2), "policy");
+  } catch (e) {
+    throw new ValidationError(`Invalid policy: ${(e as Error).message}`, {
+      suggestion: "The policy has the server's policy file shape; see the server's README.",
+    });
+  }
+}

@@ -1,0 +1,239 @@
+/**
+ * What a docker sandbox's container is made of: the engine's create body.
+ *
+ * The image is any local image with glibc and `/bin/sh`: nothing of sandbar is baked in. The
+ * in-sandbox server runs from this host's Deno binary and this package's modules and Deno's
+ * cache, bound read-only (the local provider's approach):
+ *
+ * | inside                  | what                                                             |
+ * | ----------------------- | ---------------------------------------------------------------- |
+ * | `/opt/sandbar/bin/deno` | this Deno, read-only                                             |
+ * | the package, DENO_DIR   | read-only, at their host paths                                   |
+ * | `/run/sandbar-host`     | the sandbox's host directory, read-only: the policy, the end of its lifetime, the SDK processes' sockets |
+ * | `/run/sandbar`          | a tmpfs: the server's state                                      |
+ * | `/home/user`            | the working directory (the server's root)                        |
+ *
+ * The main process (under the engine's `docker-init`) is a shell that forks the lifetime watch
+ * first, then reads the two tokens from files the provider put in the container before it
+ * started (and removes them), and `exec`s the server with them in its environment alone; the
+ * server wipes them from its environment block at start. The watch reads the end time (seconds
+ * since the epoch) from `/run/sandbar-host/end_at` every second; when it has passed it kills
+ * every process, the server ends, `docker-init` ends and the engine removes the container
+ * (`AutoRemove`, anonymous volumes with it). The container has no network (`NetworkMode:
+ * none`); the SDK reaches the server through the relay (`channel.ts`).
+ *
+ * @module
+ */
+
+import { basename, dirname } from "node:path";
+import { ENDPOINTS } from "../../../server/endpoints.ts";
+import { narrowedServerArgv } from "../../../server/launch.ts";
+import { compilePolicy } from "../../../server/policy/compile.ts";
+import type { PolicyFile } from "../../../server/policy/schema.ts";
+import { ValidationError } from "../../errors/mod.ts";
+import type { PackageSource } from "../local/package_source.ts";
+
+/** Where things are inside the container. */
+export const INSIDE = {
+  deno: "/opt/sandbar/bin/deno",
+  home: "/home/user",
+  host: "/run/sandbar-host",
+  run: "/run/sandbar",
+  secrets: "/.sandbar-secret",
+  commands: "/opt/sandbar/commands",
+} as const;
+
+/** The access token's variable and files-only identity (as the local provider's). */
+export const ACCESS_TOKEN_ENV = "SANDBAR_ACCESS_TOKEN";
+
+/** The default policy: the whole container, sandbar's own mounts read-only or denied. */
+export function defaultPolicy(source: PackageSource, denoDir: string): Record<string, unknown> {
+  return {
+    paths: {
+      allow: ["/"],
+      read_only: [
+        "/opt/sandbar",
+        "/proc",
+        "/sys",
+        "/dev",
+        ...(source.dir ? [source.dir] : []),
+        denoDir,
+      ],
+      deny: [INSIDE.run, `${INSIDE.run}/**`, INSIDE.host, `${INSIDE.host}/**`, INSIDE.secrets],
+    },
+  };
+}
+
+/** The policy with the caller's on top and the access identity added. */
+export function policyFor(
+  given: Record<string, unknown> | string | undefined,
+  source: PackageSource,
+  denoDir: string,
+): Record<string, unknown> {
+  const base = defaultPolicy(source, denoDir);
+  const user = typeof given === "string" ? { preset: given } : given ?? {};
+  const identities = Array.isArray(user.identities) ? user.identities : [];
+  const access = {
+    id: "access",
+    token_env: ACCESS_TOKEN_ENV,
+    scopes: ["files:read", "files:write"],
+  };
+  return { ...base, ...user, identities: [...identities, access] };
+}
+
+/** Inputs of {@linkcode serverArgv}. */
+export interface ServerInputs {
+  /** The package. */
+  source: PackageSource;
+  /** The policy. */
+  policy: Record<string, unknown>;
+  /** The server's environment (with both tokens, for the policy's compilation). */
+  env: Record<string, string>;
+  /** A named-commands file on the host. */
+  commandsFile?: string;
+}
+
+/** The server's argv inside the container, narrowed to the policy. */
+export function serverArgv(inputs: ServerInputs): string[] {
+  let compiled;
+  try {
+    compiled = compilePolicy(inputs.policy as PolicyFile, {
+      root: INSIDE.home,
+      env: inputs.env,
+      implemented: new Set(ENDPOINTS.map((e) => e.id)),
+      defaultToken: inputs.env.SVC_SERVER_TOKEN,
+      configured: true,
+    });
+  } catch (e) {
+    throw new ValidationError(`Invalid policy: ${(e as Error).message}`);
+  }
+  const policyFile = `${INSIDE.host}/policy.json`;
+  const commands = inputs.commandsFile
+    ? `${INSIDE.commands}/${basename(inputs.commandsFile)}`
+    : undefined;
+  return narrowedServerArgv({
+    deno: INSIDE.deno,
+    packageDir: inputs.source.dir ?? undefined,
+    policy: compiled,
+    root: INSIDE.home,
+    host: "127.0.0.1",
+    stateDir: `${INSIDE.run}/state`,
+    commandsFile: commands,
+    policyFile,
+    cachedOnly: true,
+    serverArgs: [
+      "--root",
+      INSIDE.home,
+      "--policy",
+      policyFile,
+      ...(commands ? ["--commands", commands] : []),
+      "--port",
+      "9000",
+      "--pty-port",
+      "9001",
+    ],
+  });
+}
+
+/**
+ * The main process's script (`sh -c SCRIPT sandbar-init SERVER_ARGV…`). It prints one line
+ * `sandbar-probe <names>` naming what the image has of what the SDK's capabilities depend on
+ * beyond the server (`code`: python3 with ipykernel; `browser`: chromium).
+ */
+export const INIT_SCRIPT = `
+H=${INSIDE.host}
+mkdir -p ${INSIDE.run}/state ${INSIDE.home} /tmp
+(
+  found=""
+  if command -v python3 >/dev/null 2>&1 && python3 -c 'import ipykernel' >/dev/null 2>&1; then
+    found="$found code"
+  fi
+  if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then
+    found="$found browser"
+  fi
+  echo "sandbar-probe$found"
+  while :; do
+    end=0; read -r end < "$H/end_at"
+    now=$(date +%s) || now=0
+    [ "$now" -lt "$end" ] || break
+    sleep 1
+  done
+  echo "sandbar-lifetime-ended"
+  kill -KILL -1
+) &
+read -r SVC_SERVER_TOKEN < ${INSIDE.secrets}/server_token
+read -r ${ACCESS_TOKEN_ENV} < ${INSIDE.secrets}/access_token
+rm -rf ${INSIDE.secrets}
+SVC_SERVER_TOKEN="$SVC_SERVER_TOKEN" ${ACCESS_TOKEN_ENV}="$${ACCESS_TOKEN_ENV}" exec "$@"
+`;
+
+/** Inputs of {@linkcode containerBody}. */
+export interface ContainerInputs {
+  /** The image. */
+  image: string;
+  /** Labels. */
+  labels: Record<string, string>;
+  /** The sandbox's environment (without the tokens). */
+  env: Record<string, string>;
+  /** The server's argv. */
+  server: string[];
+  /** The package. */
+  source: PackageSource;
+  /** Deno's cache directory on the host. */
+  denoDir: string;
+  /** The sandbox's host directory (bound read-only at `/run/sandbar-host`). */
+  hostDir: string;
+  /** A named-commands file on the host. */
+  commandsFile?: string;
+  /** Named volumes: volume name to the path inside. */
+  volumes: Record<string, string>;
+  /** CPU cores. */
+  cpu?: number;
+  /** Memory in MB (swap none beyond it). */
+  memory?: number;
+  /** Most processes at once. */
+  pids?: number;
+  /** Disk in MB (needs a storage driver that caps it). */
+  disk?: number;
+}
+
+/** The engine's `POST /containers/create` body. */
+export function containerBody(inputs: ContainerInputs): Record<string, unknown> {
+  const binds = [
+    `${Deno.execPath()}:${INSIDE.deno}:ro`,
+    ...(inputs.source.dir ? [`${inputs.source.dir}:${inputs.source.dir}:ro`] : []),
+    `${inputs.denoDir}:${inputs.denoDir}:ro`,
+    `${inputs.hostDir}:${INSIDE.host}:ro`,
+    ...(inputs.commandsFile ? [`${dirname(inputs.commandsFile)}:${INSIDE.commands}:ro`] : []),
+    ...Object.entries(inputs.volumes).map(([name, path]) => `${name}:${path}`),
+  ];
+  const hostConfig: Record<string, unknown> = {
+    Init: true,
+    AutoRemove: true,
+    NetworkMode: "none",
+    Binds: binds,
+    Tmpfs: { [INSIDE.run]: "rw,mode=0700" },
+  };
+  if (inputs.cpu !== undefined) hostConfig.NanoCpus = Math.round(inputs.cpu * 1e9);
+  if (inputs.memory !== undefined) {
+    hostConfig.Memory = inputs.memory * 1024 * 1024;
+    hostConfig.MemorySwap = inputs.memory * 1024 * 1024; // the same: no swap beyond it
+  }
+  if (inputs.pids !== undefined) hostConfig.PidsLimit = inputs.pids;
+  if (inputs.disk !== undefined) hostConfig.StorageOpt = { size: `${inputs.disk}M` };
+  return {
+    Image: inputs.image,
+    Hostname: "sandbox",
+    WorkingDir: INSIDE.home,
+    Labels: inputs.labels,
+    Env: Object.entries(inputs.env).map(([k, v]) => `${k}=${v}`),
+    Entrypoint: ["/bin/sh", "-c", INIT_SCRIPT, "sandbar-init"],
+    Cmd: inputs.server,
+    AttachStdin: false,
+    AttachStdout: false,
+    AttachStderr: false,
+    Tty: false,
+    OpenStdin: false,
+    HostConfig: hostConfig,
+  };
+}

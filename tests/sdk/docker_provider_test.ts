@@ -1,0 +1,229 @@
+/**
+ * The docker provider against a real `dockerd` (see `docker_engine.ts`): a sandbox from a local
+ * image with commands, files, a Python context and a terminal; `list`, `connect` and `killById`
+ * from a second process; the lifetime ending the container after the creating process is gone;
+ * nothing left after kill (container, anonymous volumes, host directory and sockets).
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import {
+  DockerProvider,
+  ProviderFeatureNotSupportedError,
+  registerProvider,
+  Sandbox,
+  SandboxNotFoundError,
+  ValidationError,
+} from "../../sdk/mod.ts";
+import {
+  BASE_IMAGE,
+  dockerIgnored,
+  ensureBaseImage,
+  type TestEngine,
+  testEngine,
+} from "./docker_engine.ts";
+import { runChild, useSandbarHome } from "./sandbox_helpers.ts";
+
+const ignore = dockerIgnored();
+let engine: TestEngine | undefined;
+let home = "";
+let provider: DockerProvider;
+
+async function setUp(): Promise<void> {
+  if (engine) return;
+  home = await useSandbarHome();
+  engine = await testEngine();
+  await ensureBaseImage(engine);
+  const host = engine.host;
+  provider = new DockerProvider({ host, home });
+  registerProvider("docker", () => new DockerProvider({ host, home }));
+}
+
+Deno.test.afterAll(async () => {
+  provider?.engine.close();
+  await engine?.stop();
+});
+
+/** The engine's containers of sandbar (any state). */
+async function containers(): Promise<{ Id: string; Labels: Record<string, string> }[]> {
+  return await provider.engine.call("GET", "/containers/json", {
+    query: { all: true, filters: JSON.stringify({ label: ["sandbar.id"] }) },
+  });
+}
+
+async function volumes(): Promise<string[]> {
+  const v = await provider.engine.call<{ Volumes: { Name: string }[] | null }>("GET", "/volumes");
+  return (v.Volumes ?? []).map((x) => x.Name);
+}
+
+async function assertGone(id: string): Promise<void> {
+  assert.deepEqual((await containers()).filter((c) => c.Labels["sandbar.id"] === id), []);
+  await assert.rejects(Deno.stat(join(home, "docker", id)), Deno.errors.NotFound);
+}
+
+Deno.test({
+  name:
+    "docker: a sandbox from a local image: commands, files, Python, a terminal; kill leaves nothing",
+  ignore,
+  async fn() {
+    await setUp();
+    const before = await volumes();
+    const sandbox = await Sandbox.create(BASE_IMAGE, {
+      provider: "docker",
+      timeout: 120,
+      metadata: { purpose: "test" },
+      envs: { GREETING: "hello" },
+    });
+    assert.equal(sandbox.provider, "docker");
+    assert.equal(sandbox.status, "running");
+    for (const c of ["code", "commands", "files", "shell", "terminal", "ports"]) {
+      assert.ok(sandbox.capabilities.has(c), `capability ${c}`);
+    }
+    assert.ok(!sandbox.capabilities.has("browser"), "no chromium in the image: no browser");
+    const r = await sandbox.commands.run(
+      "echo $GREETING from $(hostname); cat /etc/debian_version",
+    );
+    assert.match(r.stdout, /^hello from sandbox\n12\.\d+\n$/);
+    // No network but loopback.
+    const net = await sandbox.commands.run("cat /proc/net/dev | tail -n +3 | cut -d: -f1");
+    assert.deepEqual(net.stdout.trim().split(/\s+/), ["lo"]);
+    await sandbox.files.write("data.txt", "hello");
+    assert.equal(await sandbox.files.read("/home/user/data.txt"), "hello");
+    const code = await sandbox.runCode("x = open('data.txt').read() * 2\nprint(x)");
+    assert.equal(code.text, "hellohello");
+    const again = await sandbox.runCode("print(len(x))");
+    assert.equal(again.text, "10", "the Python context keeps its state");
+    const terminal = await sandbox.getTerminal();
+    terminal.send("echo term-ok-$((40+2))\r");
+    assert.match(await terminal.expect(/term-ok-42/), /term-ok-42/);
+    await terminal.close();
+    const info = await sandbox.refreshInfo();
+    assert.deepEqual(info.metadata, { purpose: "test" });
+    assert.ok(info.endAt!.getTime() > Date.now() + 100_000);
+    const id = sandbox.id;
+    await sandbox.kill();
+    await assertGone(id);
+    assert.deepEqual(await volumes(), before, "no volume left");
+    assert.equal(await Sandbox.killById(id, { provider: "docker" }), false);
+    await assert.rejects(Sandbox.connect(id, { provider: "docker" }), SandboxNotFoundError);
+  },
+});
+
+Deno.test({
+  name: "docker: list, connect and killById from a second process; pause refuses, resume goes on",
+  ignore,
+  async fn() {
+    await setUp();
+    const sandbox = await Sandbox.create(BASE_IMAGE, { provider: "docker", timeout: 120 });
+    await sandbox.files.write("note.txt", "from the first process");
+    const env = { DOCKER_HOST: engine!.host, SANDBAR_PROVIDER: "docker" };
+    const listed = JSON.parse(
+      await runChild(
+        `console.log(JSON.stringify((await sdk.Sandbox.list()).map((s) => s.sandboxId)));`,
+        env,
+      ),
+    );
+    assert.ok(listed.includes(sandbox.id));
+    const read = await runChild(
+      `const s = await sdk.Sandbox.connect(${JSON.stringify(sandbox.id)});
+       console.log((await s.commands.run("cat note.txt")).stdout.trim());`,
+      env,
+    );
+    assert.equal(read, "from the first process");
+    // This process's relay still works after the child's is gone.
+    assert.equal((await sandbox.commands.run("echo still")).stdout, "still\n");
+
+    await sandbox.commands.run("i=0; while :; do i=$((i+1)); echo $i > count; sleep 0.1; done", {
+      background: true,
+      timeout: 0,
+    });
+    await new Promise((r) => setTimeout(r, 500));
+    await sandbox.pause();
+    assert.equal(sandbox.status, "paused");
+    const frozen = await provider.engine.call<{ State: { Paused: boolean } }>(
+      "GET",
+      `/containers/sandbar-${sandbox.id}/json`,
+    );
+    assert.equal(frozen.State.Paused, true);
+    await assert.rejects(sandbox.commands.run("true"), /paused/);
+    await sandbox.resume();
+    const a = Number(await sandbox.files.read("count"));
+    await new Promise((r) => setTimeout(r, 500));
+    const b = Number(await sandbox.files.read("count"));
+    assert.ok(b > a, `the counter goes on after resume (${a} then ${b})`);
+
+    const killed = await runChild(
+      `console.log(await sdk.Sandbox.killById(${JSON.stringify(sandbox.id)}));`,
+      env,
+    );
+    assert.equal(killed, "true");
+    await assertGone(sandbox.id);
+    await assert.rejects(sandbox.commands.run("true"), SandboxNotFoundError);
+    await sandbox.kill();
+  },
+});
+
+Deno.test({
+  name: "docker: the lifetime ends the container after the creating process is gone",
+  ignore,
+  async fn() {
+    await setUp();
+    const id = await runChild(
+      `const s = await sdk.Sandbox.create(${JSON.stringify(BASE_IMAGE)}, { timeout: 8 });
+       console.log(s.id);`,
+      { DOCKER_HOST: engine!.host, SANDBAR_PROVIDER: "docker" },
+    );
+    assert.equal((await containers()).filter((c) => c.Labels["sandbar.id"] === id).length, 1);
+    let left = 1;
+    for (let i = 0; i < 100 && left > 0; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      left = (await containers()).filter((c) => c.Labels["sandbar.id"] === id).length;
+    }
+    assert.equal(left, 0, "the engine removed the container at its end time");
+    // The host directory goes at the provider's next look.
+    assert.deepEqual(await Sandbox.list({ provider: "docker" }), []);
+    await assert.rejects(Sandbox.connect(id, { provider: "docker" }), SandboxNotFoundError);
+    assert.equal(await Sandbox.killById(id, { provider: "docker" }), false);
+    await Deno.remove(join(home, "docker", id), { recursive: true }).catch(() => {});
+  },
+});
+
+Deno.test({
+  name: "docker: bad input is refused with the option's name",
+  ignore,
+  async fn() {
+    await setUp();
+    await assert.rejects(
+      Sandbox.create("no-such-image:1", { provider: "docker" }),
+      (e: Error) => e instanceof ValidationError && /No image "no-such-image:1"/.test(e.message),
+    );
+    await assert.rejects(
+      Sandbox.create("Bad Image", { provider: "docker" }),
+      (e: Error) => e instanceof ValidationError && /not an image reference/.test(e.message),
+    );
+    await assert.rejects(
+      Sandbox.create(BASE_IMAGE, { provider: "docker", gpu: "a100" }),
+      ProviderFeatureNotSupportedError,
+    );
+    await assert.rejects(
+      Sandbox.create(BASE_IMAGE, { provider: "docker", envs: { SVC_SERVER_TOKEN: "x" } }),
+      /envs: SVC_SERVER_TOKEN is reserved/,
+    );
+    await assert.rejects(
+      Sandbox.create(BASE_IMAGE, { provider: "docker", volumes: { "a:b": "/x" } }),
+      /volumes/,
+    );
+    await assert.rejects(
+      Sandbox.create({ provider: "local", pids: 10 }),
+      (e: Error) => e instanceof ProviderFeatureNotSupportedError && /pids/.test(e.message),
+    );
+    await assert.rejects(
+      Sandbox.create(BASE_IMAGE, {
+        provider: new DockerProvider({ host: "tcp://192.0.2.1:2375", home }),
+      }),
+      (e: Error) =>
+        e instanceof ProviderFeatureNotSupportedError && /on another machine/.test(e.message),
+    );
+    assert.deepEqual((await containers()).length, 0);
+  },
+});
