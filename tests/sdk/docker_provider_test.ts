@@ -114,7 +114,7 @@ Deno.test({
   ignore,
   async fn() {
     await setUp();
-    const sandbox = await Sandbox.create(BASE_IMAGE, { provider: "docker", timeout: 120 });
+    await using sandbox = await Sandbox.create(BASE_IMAGE, { provider: "docker", timeout: 120 });
     await sandbox.files.write("note.txt", "from the first process");
     const env = { DOCKER_HOST: engine!.host, SANDBAR_PROVIDER: "docker" };
     const listed = JSON.parse(
@@ -181,7 +181,8 @@ Deno.test({
     }
     assert.equal(left, 0, "the engine removed the container at its end time");
     // The host directory goes at the provider's next look.
-    assert.deepEqual(await Sandbox.list({ provider: "docker" }), []);
+    const listed = await Sandbox.list({ provider: "docker" });
+    assert.ok(!listed.some((s) => s.sandboxId === id));
     await assert.rejects(Sandbox.connect(id, { provider: "docker" }), SandboxNotFoundError);
     assert.equal(await Sandbox.killById(id, { provider: "docker" }), false);
     await Deno.remove(join(home, "docker", id), { recursive: true }).catch(() => {});
@@ -224,6 +225,5 @@ Deno.test({
       (e: Error) =>
         e instanceof ProviderFeatureNotSupportedError && /on another machine/.test(e.message),
     );
-    assert.deepEqual((await containers()).length, 0);
   },
 });
