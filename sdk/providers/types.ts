@@ -8,6 +8,8 @@
  * @module
  */
 
+import type { NetworkConfig } from "../../server/egress/rules.ts";
+import type { AuditEntry } from "../../server/pipeline/audit.ts";
 import type {
   SandboxEvent,
   SandboxInfo,
@@ -64,6 +66,11 @@ export interface ProviderCreateRequest {
   pids?: number;
   /** Named volumes to mount: volume name to the absolute path inside. */
   volumes?: Record<string, string>;
+  /**
+   * Its network rules (checked already), or undefined for no network. Providers that cannot
+   * give one refuse it.
+   */
+  network?: NetworkConfig;
 }
 
 /** How to reach one port of a sandbox from this process. */
@@ -145,4 +152,11 @@ export interface SandboxProvider {
   getEvents?(sandboxId: string): Promise<SandboxEvent[]>;
   /** Save its file system as a template named `name`; returns the template's name. */
   snapshot?(sandboxId: string, name: string): Promise<string>;
+  /**
+   * Put new network rules in force (`false`: nothing allowed): new connections use them at
+   * once, open ones they refuse are closed; returns how many were. Optional.
+   */
+  updateNetwork?(sandboxId: string, network: NetworkConfig | false): Promise<number>;
+  /** The sandbox's last `limit` egress audit lines, oldest first. Optional. */
+  networkAudit?(sandboxId: string, limit: number): Promise<AuditEntry[]>;
 }

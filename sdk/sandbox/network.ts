@@ -9,10 +9,18 @@
  * `docs/sdk/sandbox.md`). In secure mode (the default) every request must carry the headers
  * of `getAccessHeaders()`.
  *
+ * And the way out: a sandbox created with `network` reaches out only through its egress proxy.
+ * `update(...)` changes its rules while it runs (through the provider, not the in-sandbox
+ * server), and `audit()` reads what the proxy decided.
+ *
  * @module
  */
 
-import { ValidationError } from "../errors/mod.ts";
+import { ProviderFeatureNotSupportedError, ValidationError } from "../errors/mod.ts";
+import { checkOptions } from "../errors/option_checks.ts";
+import type { NetworkConfig } from "../../server/egress/rules.ts";
+import type { AuditEntry } from "../../server/pipeline/audit.ts";
+import { networkOption } from "./options.ts";
 
 /** What the network module reads from its sandbox. */
 export interface NetworkSource {
@@ -26,6 +34,12 @@ export interface NetworkSource {
   readonly secure: boolean;
   /** The access token, or null. */
   readonly accessToken: string | null;
+  /** The provider's rule change, when it has one. */
+  readonly updateNetwork?: (network: NetworkConfig | false) => Promise<number>;
+  /** The provider's audit read, when it has one. */
+  readonly networkAudit?: (limit: number) => Promise<AuditEntry[]>;
+  /** The provider's name (for errors). */
+  readonly provider: string;
 }
 
 /** The `network` module of a sandbox. */
@@ -57,5 +71,47 @@ export class NetworkModule {
   getAccessHeaders(): Record<string, string> {
     const s = this.#source();
     return s.secure && s.accessToken ? { "X-Access-Token": s.accessToken } : {};
+  }
+
+  /**
+   * Put new network rules in force while the sandbox runs: `true` (every public host), `false`
+   * (nothing), or `{ allow, deny, hosts }` as `Sandbox.create({ network })` takes them. New
+   * connections use them at once; open connections they refuse are closed. Only for a sandbox
+   * created with `network` (create it with `network: { deny: ["*"] }` to open it later).
+   *
+   * @example
+   * ```ts ignore
+   * await using sandbox = await Sandbox.create({ network: { allow: ["pypi.org", "*.pythonhosted.org"] } });
+   * const { closed } = await sandbox.network.update({ allow: ["pypi.org"] });
+   * ```
+   */
+  async update(network: boolean | NetworkConfig): Promise<{ closed: number }> {
+    const s = this.#source();
+    if (!s.updateNetwork) {
+      throw new ProviderFeatureNotSupportedError(
+        `The ${s.provider} provider cannot change network rules`,
+      );
+    }
+    const config = network === false ? false : networkOption(network, "network.update") ?? false;
+    return { closed: await s.updateNetwork(config) };
+  }
+
+  /**
+   * What the egress proxy decided, newest last: one entry per connection (`decision`, `host`,
+   * `port`, `rule`, `code`), at most `limit` (default 100, at most 1000).
+   */
+  async audit(options: { limit?: number } = {}): Promise<AuditEntry[]> {
+    checkOptions("network.audit", options, ["limit"]);
+    const limit = options.limit ?? 100;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
+      throw new ValidationError(`network.audit: limit must be an integer from 1 to 1000`);
+    }
+    const s = this.#source();
+    if (!s.networkAudit) {
+      throw new ProviderFeatureNotSupportedError(
+        `The ${s.provider} provider keeps no egress audit`,
+      );
+    }
+    return await s.networkAudit(limit);
   }
 }

@@ -16,6 +16,11 @@
 
 import { ValidationError } from "../errors/mod.ts";
 import { checkOptions, timeoutSeconds } from "../errors/option_checks.ts";
+import {
+  NETWORK_CONFIG_KEYS,
+  type NetworkConfig,
+  NetworkRules,
+} from "../../server/egress/rules.ts";
 import { SANDBOX_STATUSES, type SandboxStatus } from "../models/sandbox.ts";
 import type {
   ProviderCreateRequest,
@@ -57,6 +62,7 @@ export const CREATE_OPTIONS: readonly string[] = [
   "isolation",
   "pids",
   "volumes",
+  "network",
 ];
 
 /** The options `list` knows. */
@@ -105,6 +111,44 @@ export interface SandboxCreateOptions extends SandboxConnectionOptions {
    * sandbox; `local` refuses them).
    */
   volumes?: Record<string, string>;
+  /**
+   * Network access, off by default: `true` for every public host, or rules: `allow` and `deny`
+   * lists of `host[:ports]` (`example.com`, `*.example.com`, `10.0.0.0/8`, `*:22`; deny wins;
+   * an empty `allow` means every public host) and `hosts`, names resolved without DNS. The
+   * sandbox reaches out only through its egress proxy, which audits every connection; change
+   * the rules while it runs with `sandbox.network.update(...)`. See `docs/sdk/sandbox.md`.
+   */
+  network?: boolean | NetworkConfig;
+}
+
+/**
+ * Check a `network` option: `true` is `{}` (every public host), `false` or undefined no network
+ * (undefined); an object's keys are checked with the nearest known name, and every rule is
+ * parsed, so a mistake is a `ValidationError` naming it.
+ *
+ * @example Usage
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { networkOption } from "./options.ts";
+ * assert.deepEqual(networkOption(true, "network"), {});
+ * assert.equal(networkOption(false, "network"), undefined);
+ * assert.throws(() => networkOption({ alow: [] }, "network"), /did you mean 'allow'/);
+ * assert.throws(() => networkOption({ allow: ["x.com:http"] }, "network"), /allow\[0\]/);
+ * ```
+ */
+export function networkOption(value: unknown, where: string): NetworkConfig | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return {};
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new ValidationError(`${where} must be true, false or { allow, deny, hosts }`);
+  }
+  checkOptions(where, value as Record<string, unknown>, NETWORK_CONFIG_KEYS);
+  try {
+    NetworkRules.compile(value as NetworkConfig, where);
+  } catch (e) {
+    throw new ValidationError((e as Error).message);
+  }
+  return structuredClone(value as NetworkConfig);
 }
 
 /** Options of `Sandbox.list`. */
@@ -206,6 +250,7 @@ export function createRequest(
     );
   }
   return {
+    network: networkOption(options.network, "Sandbox.create: network"),
     template,
     timeout: lifetime(options.timeout ?? 300),
     requestTimeout,

@@ -110,6 +110,10 @@ export class Sandbox implements AsyncDisposable {
       scheme: handle.scheme,
       secure: handle.secure,
       accessToken: this.#info.envdAccessToken,
+      provider: provider.name,
+      updateNetwork: provider.updateNetwork &&
+        ((network) => provider.updateNetwork!(this.id, network)),
+      networkAudit: provider.networkAudit && ((limit) => provider.networkAudit!(this.id, limit)),
     }));
   }
 

@@ -27,6 +27,10 @@ import { type Duplex, readUntil, writeAll } from "./splice.ts";
 export const CHANNEL_SOCKET = "relay.sock";
 /** The relay's one-time key, in the sandbox's run directory. */
 export const RELAY_KEY_FILE = "relay_key";
+/** The egress proxy's socket in the channel directory (the sandbox's only way out). */
+export const EGRESS_SOCKET = "egress.sock";
+/** The port of the egress bridge on 127.0.0.1 inside the sandbox (its proxy variables). */
+export const EGRESS_BRIDGE_PORT = 3128;
 
 const NEWLINE = new Uint8Array([10]);
 /** How long a connection to the socket may take to say who it is. */

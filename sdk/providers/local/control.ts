@@ -6,6 +6,8 @@
  * @module
  */
 
+import type { NetworkConfig } from "../../../server/egress/rules.ts";
+import type { AuditEntry } from "../../../server/pipeline/audit.ts";
 import { readUntil, writeAll } from "./splice.ts";
 
 /** A control request. */
@@ -16,7 +18,9 @@ export type ControlRequest =
   | { op: "kill" }
   | { op: "metrics" }
   | { op: "set_timeout"; seconds: number }
-  | ClaimRequest;
+  | ClaimRequest
+  | { op: "network_update"; network: NetworkConfig | false }
+  | { op: "network_audit"; limit: number };
 
 /**
  * Hand a pooled sandbox to a caller (`pool.ts`): the tokens the caller minted replace the pool's
@@ -64,9 +68,19 @@ export interface LocalMetrics {
   oomKills: number;
 }
 
-/** A control answer. */
+/**
+ * A control answer (`network_update` says how many connections it closed, `network_audit`
+ * gives the lines).
+ */
 export type ControlResponse =
-  | { ok: true; status: string; endAt: string; metrics?: LocalMetrics }
+  | {
+    ok: true;
+    status: string;
+    endAt: string;
+    metrics?: LocalMetrics;
+    closed?: number;
+    audit?: AuditEntry[];
+  }
   | {
     ok: false;
     error: string;

@@ -9,6 +9,8 @@
  * @module
  */
 
+import type { NetworkConfig } from "../../../server/egress/rules.ts";
+import type { AuditEntry } from "../../../server/pipeline/audit.ts";
 import { join } from "node:path";
 import {
   ProviderFeatureNotSupportedError,
@@ -232,8 +234,17 @@ export class LocalProvider implements SandboxProvider {
     }
     const isolation = chooseIsolation(request.isolation ?? this.#isolation);
     checkSizes(request, this.#limits);
+    if (request.network && isolation === "none") {
+      throw new ProviderFeatureNotSupportedError(
+        'network rules need isolation "bwrap": without it the sandbox is on the host\'s network',
+        { suggestion: "Leave out `isolation`, or `network`." },
+      );
+    }
     const pool = poolSettings(this.#pool);
-    const key = pool.size > 0 ? await poolKey(request, isolation, this.#limits) : null;
+    // A sandbox with network has its egress proxy from the start: never a pooled one.
+    const key = pool.size > 0 && !request.network
+      ? await poolKey(request, isolation, this.#limits)
+      : null;
     if (key !== null) {
       const dir = new PoolDir(this.home, key);
       const claimed = await this.#claim(dir, request);
@@ -341,6 +352,7 @@ export class LocalProvider implements SandboxProvider {
       access: { env: ACCESS_TOKEN_ENV, token: accessToken },
       commandsFile,
       awaitClaim: pooled !== undefined,
+      egress: request.network !== undefined,
     });
     for (const [name, value] of Object.entries(plan.secrets)) {
       await writeAtomic(join(dir.run, name), `${value}\n`, 0o600);
@@ -368,6 +380,7 @@ export class LocalProvider implements SandboxProvider {
       startTimeout,
       launch: { argv: plan.argv, env: plan.env },
       ...(pooled !== undefined ? { pool: { key: pooled } } : {}),
+      ...(request.network ? { network: request.network } : {}),
     };
     await writeState(dir, state);
     const supervisor = spawnSupervisor(
@@ -564,6 +577,18 @@ export class LocalProvider implements SandboxProvider {
   /** Continue a paused sandbox (thaw its cgroup). */
   async resume(sandboxId: string): Promise<void> {
     await this.#control(sandboxId, { op: "resume" });
+  }
+
+  /** New network rules for a sandbox created with `network`; how many connections closed. */
+  async updateNetwork(sandboxId: string, network: NetworkConfig | false): Promise<number> {
+    const answer = await this.#control(sandboxId, { op: "network_update", network });
+    return answer.closed ?? 0;
+  }
+
+  /** The sandbox's last `limit` egress audit lines. */
+  async networkAudit(sandboxId: string, limit: number): Promise<AuditEntry[]> {
+    const answer = await this.#control(sandboxId, { op: "network_audit", limit });
+    return answer.audit ?? [];
   }
 }
 

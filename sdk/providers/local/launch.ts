@@ -34,8 +34,9 @@ import { narrowedServerArgv } from "../../../server/launch.ts";
 import { compilePolicy } from "../../../server/policy/compile.ts";
 import type { PolicyFile } from "../../../server/policy/schema.ts";
 import { ValidationError } from "../../errors/mod.ts";
-import { CHANNEL_SOCKET, RELAY_KEY_FILE } from "./channel.ts";
+import { CHANNEL_SOCKET, EGRESS_BRIDGE_PORT, EGRESS_SOCKET, RELAY_KEY_FILE } from "./channel.ts";
 import type { CgroupRef } from "./cgroup.ts";
+import { proxyEnvironment } from "../../../server/egress/identity_proxies.ts";
 import type { PackageSource } from "./package_source.ts";
 import type { Isolation } from "./state.ts";
 
@@ -73,6 +74,11 @@ export interface LaunchInputs {
   source: PackageSource;
   /** Deno's cache directory (mounted read-only inside). */
   denoDir: string;
+  /**
+   * Whether the sandbox reaches out through its egress proxy (bubblewrap only): the relay then
+   * bridges 127.0.0.1:3128 inside to the proxy's socket, and the proxy variables point there.
+   */
+  egress?: boolean;
 }
 
 /** The command line, its environment, and the sandbox's home as seen inside. */
@@ -289,6 +295,8 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
   env.SANDBAR_PROC = "open";
   // The sandbox's network is its provider's: a namespace with no way out but the egress bridge.
   env.SANDBAR_EGRESS = "provider";
+  const egressSocket = join(INSIDE_CHANNEL, EGRESS_SOCKET);
+  if (inputs.egress) Object.assign(env, proxyEnvironment(`127.0.0.1:${EGRESS_BRIDGE_PORT}`));
   server.push(
     "--port",
     "9000",
@@ -302,7 +310,9 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     "--no-config",
     "--no-lock",
     "--no-prompt",
-    `--allow-net=127.0.0.1,unix:${INSIDE_CHANNEL}/${CHANNEL_SOCKET}`,
+    `--allow-net=127.0.0.1,unix:${INSIDE_CHANNEL}/${CHANNEL_SOCKET}${
+      inputs.egress ? `,unix:${egressSocket}` : ""
+    }`,
     `--allow-read=${INSIDE_CHANNEL},${join(INSIDE_RUN, RELAY_KEY_FILE)}`,
     `--allow-write=${INSIDE_CHANNEL},${join(INSIDE_RUN, RELAY_KEY_FILE)}`,
     "--allow-ffi", // prctl(PR_SET_DUMPABLE, 0), as the server does
@@ -310,6 +320,7 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     inputs.source.module("sdk/providers/local/relay.ts"),
     join(INSIDE_CHANNEL, CHANNEL_SOCKET),
     join(INSIDE_RUN, RELAY_KEY_FILE),
+    ...(inputs.egress ? [egressSocket] : []),
   ];
   // The relay starts beside the server; `exec` makes the server the sandbox's main process, so
   // the sandbox ends when the server does, and a relay that ends takes the server with it

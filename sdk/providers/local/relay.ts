@@ -10,6 +10,11 @@
  *   relay.ts /run/sandbar-channel/relay.sock /run/sandbar/relay_key
  * ```
  *
+ * With a third argument, the egress proxy's socket (also in the read-only channel directory), it
+ * is the egress bridge too: a TCP listener on 127.0.0.1:3128 inside the sandbox's network
+ * namespace, the address of its proxy variables, whose every connection it forwards to that
+ * socket. It is the only way out; the namespace has no route.
+ *
  * It marks itself non-dumpable, reads and removes its key file first, prints `{"event":"relay_ready"}` on stdout once the
  * control connection is in, and exits when that connection ends (the host went away).
  *
@@ -18,6 +23,7 @@
 
 import { hideFromSameUser } from "../../../server/hardening.ts";
 import { splice, writeAll } from "./splice.ts";
+import { EGRESS_BRIDGE_PORT } from "./channel.ts";
 
 const encoder = new TextEncoder();
 
@@ -42,7 +48,49 @@ async function open(socket: string, nonce: string, port: number, say: (l: string
   await splice(data, upstream, true);
 }
 
-async function main(socket: string, keyFile: string): Promise<void> {
+/** Copy `from` to `to` until `from` ends, then end `to`'s writing side (a half close). */
+async function pump(from: Deno.Conn, to: Deno.Conn): Promise<void> {
+  const buf = new Uint8Array(64 * 1024);
+  try {
+    for (;;) {
+      const n = await from.read(buf);
+      if (n === null) break;
+      await writeAll(to, buf.subarray(0, n));
+    }
+    await to.closeWrite();
+  } catch {
+    for (const c of [from, to]) {
+      try {
+        c.close();
+      } catch { /* closed */ }
+    }
+  }
+}
+
+/** The egress bridge: 127.0.0.1:`port` inside to the proxy's socket outside. */
+async function bridge(egressSocket: string, port: number): Promise<void> {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port });
+  for await (const inside of listener) {
+    inside.setNoDelay(true);
+    (async () => {
+      let outside: Deno.UnixConn;
+      try {
+        outside = await Deno.connect({ transport: "unix", path: egressSocket });
+      } catch {
+        inside.close();
+        return;
+      }
+      await Promise.all([pump(inside, outside), pump(outside, inside)]);
+      for (const c of [inside, outside]) {
+        try {
+          c.close();
+        } catch { /* closed */ }
+      }
+    })().catch(() => {});
+  }
+}
+
+async function main(socket: string, keyFile: string, egressSocket?: string): Promise<void> {
   // Every request from the host passes through here with its credentials: like the server, the
   // relay is closed to same-user processes (no ptrace, no /proc/<pid>/mem or environ).
   hideFromSameUser();
@@ -53,6 +101,7 @@ async function main(socket: string, keyFile: string): Promise<void> {
   const say = (line: string) => {
     writes = writes.then(() => writeAll(control, encoder.encode(`${line}\n`))).catch(() => {});
   };
+  if (egressSocket) bridge(egressSocket, EGRESS_BRIDGE_PORT).catch(() => {});
   await writeAll(control, encoder.encode(`control ${key}\n`));
   console.log(JSON.stringify({ event: "relay_ready" }));
   for await (const line of lines(control)) {
@@ -82,11 +131,11 @@ async function* lines(conn: Deno.UnixConn): AsyncGenerator<string> {
 }
 
 if (import.meta.main) {
-  const [socket, keyFile] = Deno.args;
+  const [socket, keyFile, egressSocket] = Deno.args;
   if (!socket || !keyFile) {
     console.error("usage: relay.ts SOCKET_PATH KEY_FILE");
     Deno.exit(2);
   }
-  await main(socket, keyFile);
+  await main(socket, keyFile, egressSocket);
   Deno.exit(0);
 }

@@ -22,6 +22,7 @@
  * @module
  */
 
+import type { NetworkConfig } from "../../../server/egress/rules.ts";
 import { join } from "node:path";
 import type { SandboxStatus } from "../../models/sandbox.ts";
 import { CHANNEL_SOCKET } from "./channel.ts";
@@ -68,6 +69,11 @@ export interface LocalState {
   gatewayToken?: string;
   /** How it is isolated. */
   isolation: Isolation;
+  /**
+   * Its network rules (see `server/egress/rules.ts`), when it was created with `network`: its
+   * supervisor then runs its egress proxy. Absent: no network at all.
+   */
+  network?: NetworkConfig;
   /** The home directory as the sandbox sees it. */
   home: string;
   /** Seconds the supervisor waits for the server to listen. */

@@ -28,7 +28,8 @@
 import { basename, dirname, join } from "node:path";
 import { capabilityNames } from "../capabilities.ts";
 import { cgroupStats, createCgroup, enterArgv, freeze, killAll, removeCgroup } from "./cgroup.ts";
-import { newRelayKey, RELAY_KEY_FILE, RelayChannel } from "./channel.ts";
+import { EGRESS_SOCKET, newRelayKey, RELAY_KEY_FILE, RelayChannel } from "./channel.ts";
+import { SandboxEgress } from "./egress.ts";
 import {
   type ClaimRequest,
   type ControlRequest,
@@ -59,6 +60,7 @@ class Supervisor {
   claimed = Promise.withResolvers<void>();
   claiming = false;
   channel: RelayChannel | undefined;
+  egress: SandboxEgress | undefined;
   stopControl: () => void = () => {};
   timer: ReturnType<typeof setTimeout> | undefined;
   stopping: Promise<void> | undefined;
@@ -209,6 +211,22 @@ class Supervisor {
       }
       case "claim":
         return await this.claim(request);
+      case "network_update":
+      case "network_audit": {
+        if (!this.egress) {
+          return {
+            ok: false,
+            error: "it was created without `network`: it has no network to change",
+          };
+        }
+        if (request.op === "network_audit") {
+          return { ...ok(), audit: this.egress.recent(request.limit) };
+        }
+        const closed = this.egress.update(request.network);
+        this.state.network = request.network === false ? { deny: ["*"] } : request.network;
+        await this.save();
+        return { ...ok(), closed };
+      }
       case "kill":
         await this.stop();
         return { ok: true, status: "stopped", endAt: this.state.endAt };
@@ -274,6 +292,7 @@ class Supervisor {
       this.stopControl();
       for (const g of this.gateways) g.close();
       this.channel?.close();
+      await this.egress?.close();
       const root = processRef(this.treeRoot);
       if (this.state.cgroup) await killAll(this.state.cgroup).catch(() => {});
       if (this.state.isolation === "bwrap") killTree(root ?? undefined);
@@ -353,6 +372,17 @@ async function main(path: string): Promise<number> {
     await writeAtomic(join(dir.run, RELAY_KEY_FILE), `${key}\n`, 0o600);
     await Deno.remove(dir.channelSocket).catch(() => {});
     sup.channel = new RelayChannel(dir.channelSocket, key);
+    if (state.network) {
+      // Before the sandbox starts too: its bridge connects here for every connection out.
+      const socket = join(dir.channel, EGRESS_SOCKET);
+      await Deno.remove(socket).catch(() => {});
+      sup.egress = SandboxEgress.start(
+        socket,
+        state.id,
+        state.network,
+        join(dir.path, "egress.jsonl"),
+      );
+    }
   }
   let argv = state.launch.argv;
   if (state.resources.disk !== null) {
