@@ -18,7 +18,7 @@ await useSandbarHome();
 const noBwrap = findBwrap() === null;
 
 /** A web server on `hostname`: `/` says hello, `/slow` streams forever, others are files. */
-async function origin(hostname: string, files?: string) {
+function origin(hostname: string, files?: string) {
   const server = Deno.serve({ hostname, port: 0, onListen: () => {} }, async (req) => {
     const path = new URL(req.url).pathname;
     if (path === "/") return new Response(`hello from ${hostname}`);
@@ -82,8 +82,8 @@ Deno.test({
   ignore: noBwrap,
   async fn() {
     const files = await repository();
-    const allowed = await origin("127.0.0.2", files);
-    const other = await origin("127.0.0.3");
+    const allowed = origin("127.0.0.2", files);
+    const other = origin("127.0.0.3");
     const hosts = {
       "api.allowed.test": "127.0.0.2",
       "blocked.allowed.test": "127.0.0.2",
@@ -198,7 +198,7 @@ Deno.test({
   name: "local sandbox network: a rule changed while a download runs cuts it off",
   ignore: noBwrap,
   async fn() {
-    const target = await origin("127.0.0.2");
+    const target = origin("127.0.0.2");
     try {
       await using sandbox = await Sandbox.create({ network: { allow: ["127.0.0.2"] } });
       const download = await sandbox.commands.run(
