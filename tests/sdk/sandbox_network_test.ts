@@ -10,7 +10,7 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { Sandbox, ValidationError } from "../../sdk/mod.ts";
+import { ProviderFeatureNotSupportedError, Sandbox, ValidationError } from "../../sdk/mod.ts";
 import { findBwrap } from "../../sdk/providers/local/launch.ts";
 import { useSandbarHome } from "./sandbox_helpers.ts";
 
@@ -74,6 +74,14 @@ Deno.test("Sandbox.create network option: checked with the nearest name, and off
     (e: Error) => e instanceof ValidationError && /allow\[0\].*port "http"/.test(e.message),
   );
   await assert.rejects(Sandbox.create({ network: "on" as never }), ValidationError);
+  await assert.rejects(
+    Sandbox.create({ provider: "docker", template: "debian:bookworm", network: true }),
+    ProviderFeatureNotSupportedError,
+  );
+  await assert.rejects(
+    Sandbox.create({ isolation: "none", network: true }),
+    ProviderFeatureNotSupportedError,
+  );
 });
 
 Deno.test({

@@ -159,6 +159,12 @@ export class DockerProvider implements SandboxProvider {
         { suggestion: "Leave out `isolation` (it is the local provider's)." },
       );
     }
+    if (request.network !== undefined) {
+      throw new ProviderFeatureNotSupportedError(
+        "network: the docker provider does not run an egress proxy yet",
+        { suggestion: "Leave out `network`, or use the local provider." },
+      );
+    }
     if (!IMAGE_REF.test(request.template)) {
       throw new ValidationError(`template "${request.template}" is not an image reference`, {
         suggestion: 'Name a local image, for example "debian:bookworm" or one built with ' +
