@@ -6,14 +6,20 @@
  * ratio, and where the sandbox's time goes (create until it answers, then the first command).
  * Goal: sandbox p50 under 300 ms on a 2-core machine.
  *
- * `deno run -A scripts/bench/sandbox.ts [--runs 20]`
+ * Then, in the same run (`density`, issue 28): a claim from the warm pool to the first command's
+ * result (p50/p99; goal p50 < 50 ms, p99 < 150 ms); the memory an idle sandbox costs, as the drop
+ * in `MemAvailable` over 20 of them (goal < 40 MiB; other programs on the machine move it too);
+ * and 20 creates at once against one alone (goal: p99 < 4× the single p50).
+ *
+ * `deno run -A scripts/bench/sandbox.ts [--runs 20] [--only cold|warm|memory|burst]`
  *
  * @module
  */
 
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
-import { Sandbox } from "../../sdk/mod.ts";
+import { LocalProvider, Sandbox } from "../../sdk/mod.ts";
+import { PoolDir } from "../../sdk/providers/local/pool.ts";
 
 const MAIN = fileURLToPath(new URL("../../server/main.ts", import.meta.url));
 const WARMUP = 2;
@@ -64,8 +70,17 @@ async function sandboxRun(): Promise<{ total: number; create: number; first: num
 
 /** Run the benchmark; returns the p50 ratio sandbox / bare server. */
 export async function main(args: string[] = Deno.args): Promise<number> {
-  const { values } = parseArgs({ args, options: { runs: { type: "string", default: "20" } } });
+  const { values } = parseArgs({
+    args,
+    options: { runs: { type: "string", default: "20" }, only: { type: "string" } },
+  });
   const runs = Number(values.runs);
+  if (values.only && values.only !== "cold") {
+    const section = SECTIONS[values.only];
+    if (!section) throw new Error(`--only: one of cold, ${Object.keys(SECTIONS).join(", ")}`);
+    await withHome(() => section(runs));
+    return 0;
+  }
   const home = await Deno.makeTempDir({ prefix: "sandbar-bench-" });
   const root = await Deno.makeTempDir({ prefix: "sandbar-bench-root-" });
   const previous = Deno.env.get("SANDBAR_HOME");
@@ -91,7 +106,8 @@ export async function main(args: string[] = Deno.args): Promise<number> {
     await Deno.remove(root, { recursive: true });
   }
   const fmt = (v: number[]) =>
-    `p50 ${percentile(v, 0.5).toFixed(0)} ms, p90 ${percentile(v, 0.9).toFixed(0)} ms`;
+    `p50 ${percentile(v, 0.5).toFixed(0)} ms, p90 ${percentile(v, 0.9).toFixed(0)} ms, ` +
+    `p99 ${percentile(v, 0.99).toFixed(0)} ms`;
   const ratio = percentile(total, 0.5) / percentile(bare, 0.5);
   console.log(`runs: ${runs} each, interleaved`);
   console.log(`bare server (spawn to listening line)       ${fmt(bare)}`);
@@ -101,7 +117,130 @@ export async function main(args: string[] = Deno.args): Promise<number> {
   console.log(`ratio sandbox / bare server (p50)           ${ratio.toFixed(2)}`);
   const goal = percentile(total, 0.5) < 300;
   console.log(`goal: sandbox p50 under 300 ms: ${goal ? "met" : "NOT met"}`);
+  if (!values.only) {
+    for (const section of Object.values(SECTIONS)) await withHome(() => section(runs));
+  }
   return ratio;
 }
+
+/** Run `f` with a fresh `SANDBAR_HOME`, removed after. */
+async function withHome(f: () => Promise<void>): Promise<void> {
+  const home = await Deno.makeTempDir({ prefix: "sandbar-bench-" });
+  const previous = Deno.env.get("SANDBAR_HOME");
+  Deno.env.set("SANDBAR_HOME", home);
+  try {
+    await f();
+  } finally {
+    await new LocalProvider({ home }).drainPool();
+    if (previous === undefined) Deno.env.delete("SANDBAR_HOME");
+    else Deno.env.set("SANDBAR_HOME", previous);
+    await Deno.remove(home, { recursive: true });
+  }
+}
+
+const ms = (v: number[], p: number) => `${percentile(v, p).toFixed(0)} ms`;
+
+async function poolWaiting(home: string): Promise<string[]> {
+  const ids = [];
+  for (const pool of await PoolDir.all(home)) ids.push(...(await pool.ids()));
+  return ids;
+}
+
+async function until(check: () => Promise<boolean>, seconds = 120): Promise<void> {
+  const deadline = Date.now() + seconds * 1000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error("timed out waiting for the pool");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Claim from the warm pool (2 waiting) to the first command's result. */
+async function warmClaims(runs: number): Promise<void> {
+  const home = Deno.env.get("SANDBAR_HOME")!;
+  const provider = new LocalProvider({ home, pool: 2 });
+  await (await Sandbox.create({ provider, timeout: 120 })).kill();
+  const claim: number[] = [];
+  const total: number[] = [];
+  let warm = 0;
+  for (let i = 0; i < WARMUP + runs; i++) {
+    await until(async () => (await poolWaiting(home)).length >= 2);
+    const waiting = await poolWaiting(home);
+    const t0 = performance.now();
+    const sandbox = await Sandbox.create({ provider, timeout: 120, envs: { RUN: String(i) } });
+    const t1 = performance.now();
+    const r = await sandbox.commands.run("true");
+    const t2 = performance.now();
+    if (r.exitCode !== 0) throw new Error(`true failed: ${r.stderr}`);
+    await sandbox.kill();
+    if (i < WARMUP) continue;
+    if (waiting.includes(sandbox.id)) warm++;
+    claim.push(t1 - t0);
+    total.push(t2 - t0);
+  }
+  console.log(`warm pool (2 waiting), ${runs} claims, ${warm} of them from the pool`);
+  console.log(`  claim to first command's result  p50 ${ms(total, 0.5)}, p99 ${ms(total, 0.99)}`);
+  console.log(`    of which the claim (create())  p50 ${ms(claim, 0.5)}, p99 ${ms(claim, 0.99)}`);
+  const met = percentile(total, 0.5) < 50 && percentile(total, 0.99) < 150;
+  console.log(`  goal p50 < 50 ms, p99 < 150 ms: ${met ? "met" : "NOT met"}`);
+}
+
+function memAvailableKiB(): number {
+  const text = Deno.readTextFileSync("/proc/meminfo");
+  return Number(/MemAvailable:\s+(\d+)/.exec(text)![1]);
+}
+
+/** The drop in MemAvailable over 20 idle sandboxes, per sandbox. */
+async function idleMemory(): Promise<void> {
+  const n = 20;
+  await new Promise((r) => setTimeout(r, 1000));
+  const before = memAvailableKiB();
+  const sandboxes: Sandbox[] = [];
+  try {
+    for (let i = 0; i < n; i += 4) {
+      sandboxes.push(
+        ...await Promise.all([0, 1, 2, 3].map(() => Sandbox.create({ timeout: 300 }))),
+      );
+    }
+    for (const s of sandboxes) await s.commands.run("true"); // each has served a command
+    await new Promise((r) => setTimeout(r, 3000)); // settle
+    const after = memAvailableKiB();
+    const per = (before - after) / 1024 / n;
+    console.log(`memory per idle sandbox (MemAvailable drop over ${n})  ${per.toFixed(1)} MiB`);
+    console.log(`  goal < 40 MiB: ${per < 40 ? "met" : "NOT met"} (other programs move it too)`);
+  } finally {
+    await Promise.all(sandboxes.map((s) => s.kill()));
+  }
+}
+
+/** 20 creates at once (each to its first command's result) against one alone, same run. */
+async function burst(runs: number): Promise<void> {
+  const one = async () => {
+    const t0 = performance.now();
+    const s = await Sandbox.create({ timeout: 300 });
+    await s.commands.run("true");
+    return { ms: performance.now() - t0, s };
+  };
+  const single: number[] = [];
+  for (let i = 0; i < Math.max(3, Math.min(runs, 10)); i++) {
+    const { ms, s } = await one();
+    single.push(ms);
+    await s.kill();
+  }
+  const results = await Promise.all(Array.from({ length: 20 }, one));
+  await Promise.all(results.map((r) => r.s.kill()));
+  const many = results.map((r) => r.ms);
+  const ratio = percentile(many, 0.99) / percentile(single, 0.5);
+  console.log(`one create alone (cold, to first result)  p50 ${ms(single, 0.5)}`);
+  console.log(
+    `20 creates at once                        p50 ${ms(many, 0.5)}, p99 ${ms(many, 0.99)}`,
+  );
+  console.log(`  p99 / single p50 ${ratio.toFixed(2)}; goal < 4: ${ratio < 4 ? "met" : "NOT met"}`);
+}
+
+const SECTIONS: Record<string, (runs: number) => Promise<void>> = {
+  warm: warmClaims,
+  memory: idleMemory,
+  burst,
+};
 
 if (import.meta.main) await main();

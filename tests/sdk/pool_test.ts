@@ -65,6 +65,7 @@ Deno.test("a claimed sandbox carries nothing of another claim and none of the po
   });
   try {
     assert.equal(second.id, pooled, "the waiting sandbox was handed out");
+    assert.deepEqual(await second.commands.list(), [], "no process of the pool's warm-up");
     const r = await second.commands.run('echo "[$FIRST_SECRET][$SECOND]"; ls /home/user');
     assert.equal(r.exitCode, 0, r.stderr);
     assert.equal(r.stdout, "[][second-value]\n");

@@ -23,7 +23,8 @@
  *   `envs`, lifetime and metadata (`claim` on its control socket). Each pooled sandbox is handed
  *   out once and is then the caller's like any other.
  * - **Refill.** A create that finds the pool short starts a filler, a detached process
- *   (`pool_fill.ts`) that starts sandboxes until the pool is full and exits; short-lived programs
+ *   (`pool_fill.ts`) that waits a second (the claimant's first commands go first), starts
+ *   sandboxes until the pool is full and exits; short-lived programs
  *   are served too, since nothing of the pool lives in them.
  * - **Idle.** A pooled sandbox lives `SANDBAR_POOL_IDLE` seconds (default 300) unclaimed, then
  *   its supervisor ends it as any sandbox at its end: an unused pool costs nothing after that.
@@ -309,6 +310,9 @@ export class PoolDir {
   }
 }
 
+/** Seconds a filler waits before it starts. */
+const FILL_DELAY_S = 1;
+
 // The filler reads /proc (liveness of supervisors) and starts sandboxes: as the supervisor, -A.
 const FILLER_FLAGS = ["run", "-A", "--no-config", "--no-lock", "--no-prompt"];
 
@@ -332,7 +336,9 @@ export function spawnFiller(home: string, key: string, size: number): void {
     key,
     String(size),
   ];
-  const sh = ["/bin/sh", "-c", 'exec "$@" >>"$0" 2>&1', log, ...deno];
+  // A second's pause first: the program that just claimed a sandbox is about to use it, and a
+  // refill (a Deno start, then a sandbox's three) would compete with its first commands.
+  const sh = ["/bin/sh", "-c", `sleep ${FILL_DELAY_S}; exec "$@" >>"$0" 2>&1`, log, ...deno];
   const setsid = onPath("setsid");
   const argv = setsid ? [setsid, "--fork", ...sh] : sh;
   const child = new Deno.Command(argv[0], {

@@ -352,6 +352,28 @@ async function discover(state: LocalState, gatewayPort: number): Promise<string[
   return [...capabilityNames(await res.json()), "ports"].sort();
 }
 
+/**
+ * Run the path a first command takes once, before a pooled sandbox waits: the gateway, the
+ * relay and the server's pipeline and process code are then compiled, and the claimant's first
+ * command does not pay for it. A `true` that leaves nothing behind (run and waited for, so it is
+ * in no process list; no file, no variable), as the pool's own identity.
+ */
+async function warmUp(state: LocalState, gatewayPort: number): Promise<void> {
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${state.serverToken}`,
+    "content-type": "application/json",
+  };
+  if (state.secure && state.gatewayToken) headers["x-sandbar-gateway"] = state.gatewayToken;
+  for (let i = 0; i < 3; i++) {
+    const res = await fetch(`http://127.0.0.1:${gatewayPort}/process/shell`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ cmd: "true" }),
+    }).catch(() => null);
+    await res?.body?.cancel();
+  }
+}
+
 function portOf(url: string): number {
   return Number(new URL(url).port);
 }
@@ -471,6 +493,7 @@ async function main(path: string): Promise<number> {
     await Deno.remove(dir.controlSocket).catch(() => {});
     sup.stopControl = serveControl(dir.controlSocket, (r) => sup.control(r));
     state.capabilities = await discover(state, sup.gateways[0].port);
+    if (state.pool) await warmUp(state, sup.gateways[0].port);
   } catch (e) {
     clearTimeout(timeout);
     const printed = sup.tail.split("\n").filter((l) => !l.startsWith('{"event":')).join("\n");
