@@ -9,8 +9,9 @@
 import { join } from "node:path";
 import type { ServerState, Service } from "../state.ts";
 import type { AgentsConfig } from "./config.ts";
+import type { AgentsCore } from "./core.ts";
 import { SecretBox } from "./crypto.ts";
-import { recoverEnvironments } from "./resources/environments.ts";
+import { recoverEnvironments } from "./domain/environments.ts";
 import { AgentRuntime } from "./runtime/runtime.ts";
 import { DATA_DIR_MODE, makePrivate } from "./data_dir.ts";
 import { AgentStore, StoreOpenError } from "./store.ts";
@@ -33,7 +34,7 @@ async function removeUnfinishedUploads(dataDir: string): Promise<void> {
 export const AGENTS_SERVICE = "agents";
 
 /** The store, the box and the configuration. */
-export class AgentsService implements Service {
+export class AgentsService implements Service, AgentsCore {
   /** The durable store. */
   readonly store: AgentStore;
   /** Seals and opens secrets. */

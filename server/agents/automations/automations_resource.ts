@@ -18,7 +18,7 @@ import { newId } from "../ids.ts";
 import { idempotentCreate, json } from "../idempotency.ts";
 import { listPage, PAGE_PARAMS, pageRequest } from "../pagination.ts";
 import { parseQuery, readJson } from "../request.ts";
-import { prepareSession } from "../resources/sessions.ts";
+import { prepareSession } from "../domain/sessions.ts";
 import {
   automationCreateSchema,
   automationUpdateSchema,
@@ -57,7 +57,8 @@ async function checkTarget(
   identity: Identity,
   target: TargetParam,
 ): Promise<void> {
-  const { store } = agentsService(state);
+  const service = agentsService(state);
+  const { store } = service;
   if (target.type === "existing_session") {
     // The target is the owner's own session, operator or not: the automation runs as it.
     if (!store.get("session", target.session_id, "", identity.id)) {
@@ -73,7 +74,7 @@ async function checkTarget(
   }
   try {
     const { type: _type, ...fields } = target;
-    await prepareSession(state, identity, fields);
+    await prepareSession(service, state, identity, fields);
   } catch (e) {
     throw underTarget(e);
   }

@@ -16,10 +16,9 @@
 
 import { ApiError } from "../../errors.ts";
 import type { ServerState } from "../../state.ts";
-import { prepareSession } from "../resources/sessions.ts";
+import { prepareSession, type SessionsCore } from "../domain/sessions.ts";
 import type { SessionBody } from "../runtime/records.ts";
 import type { TargetParam } from "../schemas/automations.ts";
-import type { AgentsService } from "../service.ts";
 import { ownerIdentity } from "../tenants.ts";
 import type { InvocationBody } from "./records.ts";
 
@@ -33,8 +32,8 @@ export type DeliveryResult =
 export interface DeliveryContext {
   /** The server's state (guards, policy, process table). */
   state: ServerState;
-  /** The agents service. */
-  service: AgentsService;
+  /** The agents core and runtime. */
+  service: SessionsCore;
   /** The identity whose policy the delivery runs under. */
   owner: string;
   /** The target as sent, opened from its seal. */
@@ -77,7 +76,7 @@ export async function deliver(ctx: DeliveryContext): Promise<DeliveryResult | un
   let sessionId: string | null = null;
   try {
     const { type: _type, ...fields } = target;
-    const prepared = await prepareSession(state, identity, fields);
+    const prepared = await prepareSession(service, state, identity, fields);
     if (ctx.stopping()) return undefined;
     const session = await prepared.make();
     sessionId = session.id;

@@ -11,8 +11,7 @@
  */
 
 import type { TargetParam } from "../schemas/automations.ts";
-import { defaultAgentFields } from "../resources/agent_defaults.ts";
-import { applyFields } from "../resources/agents.ts";
+import { applyFields, defaultAgentFields } from "../domain/agents.ts";
 
 /** An automation as stored. */
 export interface AutomationBody extends Record<string, unknown> {

@@ -23,7 +23,7 @@
 import type { ServerState } from "../../state.ts";
 import { newId } from "../ids.ts";
 import type { TargetParam } from "../schemas/automations.ts";
-import type { AgentsService } from "../service.ts";
+import type { SessionsCore } from "../domain/sessions.ts";
 import type { StoredObject } from "../store.ts";
 import { deliver, withResult } from "./delivery.ts";
 import { type AutomationBody, type InvocationBody, publicAutomation } from "./records.ts";
@@ -37,7 +37,7 @@ export const STOPPED_MESSAGE = "The server stopped before this invocation was de
 
 /** The scheduler of a server's automations. */
 export class AutomationScheduler {
-  readonly #service: AgentsService;
+  readonly #service: SessionsCore;
   readonly #clock: SchedulerClock;
   #state: ServerState | undefined;
   #timer: unknown;
@@ -46,7 +46,7 @@ export class AutomationScheduler {
   readonly #delivering = new Map<string, Set<Promise<void>>>();
 
   /** A scheduler for a service's automations, timed by `clock`. */
-  constructor(service: AgentsService, clock: SchedulerClock) {
+  constructor(service: SessionsCore, clock: SchedulerClock) {
     this.#service = service;
     this.#clock = clock;
   }

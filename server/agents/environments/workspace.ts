@@ -12,9 +12,9 @@ import { writeAtomically } from "../../files/atomic_write.ts";
 import { resolveGuardedPath } from "../../guards/paths/resolve.ts";
 import type { ServerState } from "../../state.ts";
 import { notFound } from "../errors.ts";
-import { fileContentPath } from "../resources/files.ts";
+import { fileContentPath } from "../domain/files.ts";
 import type { EnvironmentFileParam } from "../schemas/environments.ts";
-import type { AgentsService } from "../service.ts";
+import type { AgentsCore } from "../core.ts";
 
 /** The directory under the root that holds every environment's workspace. */
 export const ENVIRONMENTS_DIR = "agent-environments";
@@ -37,7 +37,7 @@ export async function createWorkspace(state: ServerState, workspace: string): Pr
 
 /** The bytes of a file parameter, as a stream, with the size when known. */
 export async function fileSource(
-  service: AgentsService,
+  service: AgentsCore,
   file: EnvironmentFileParam,
   param: string,
   owner: string,
@@ -55,7 +55,7 @@ export async function fileSource(
 /** Write one file into the workspace; returns its size. */
 export async function materialise(
   state: ServerState,
-  service: AgentsService,
+  service: AgentsCore,
   workspace: string,
   file: EnvironmentFileParam,
   param: string,

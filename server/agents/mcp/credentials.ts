@@ -21,8 +21,7 @@ import { refreshAuthorization } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { AuthorizationServerMetadata } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { OAuthError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
 import { unixNow } from "../ids.ts";
-import { openCredentialSecrets } from "../resources/vaults.ts";
-import { agentsService } from "../service.ts";
+import { openCredentialSecrets } from "../domain/vaults.ts";
 import { McpServerError, redact } from "./errors.ts";
 import type { GuardedFetch } from "./guarded_fetch.ts";
 import { UrlRefusedError } from "./guarded_fetch.ts";
@@ -73,7 +72,7 @@ export async function credentialBearer(
   ctx: McpContext,
   guarded: GuardedFetch,
 ): Promise<BearerSource> {
-  const { store } = agentsService(ctx.state);
+  const { store } = ctx.core;
   const found = store.get("credential", credentialId, undefined, ctx.identity.id);
   const vaultId = found?.body.vault_id as string | undefined;
   if (!found || (ctx.vaultIds && !ctx.vaultIds.includes(vaultId!))) {
@@ -102,7 +101,7 @@ export async function credentialBearer(
       { param: "credential_id" },
     );
   }
-  let secrets = await openCredentialSecrets(ctx.state, found) as Secrets;
+  let secrets = await openCredentialSecrets(ctx.core, found) as Secrets;
   if (auth.type === "static_bearer") {
     return {
       token: () => Promise.resolve(secrets.token),
@@ -124,7 +123,7 @@ export async function credentialBearer(
     // Read back what was stored: another session's refresh may have been the one that ran.
     const latest = store.get("credential", credentialId, undefined, ctx.identity.id);
     if (latest) {
-      secrets = await openCredentialSecrets(ctx.state, latest) as Secrets;
+      secrets = await openCredentialSecrets(ctx.core, latest) as Secrets;
       expiresAt = expiryTime((latest.body.auth as Record<string, unknown>).expires_at);
     }
     return secrets.access_token;
@@ -152,7 +151,7 @@ async function refreshToken(
   ctx: McpContext,
   guarded: GuardedFetch,
 ): Promise<string> {
-  const { store, box } = agentsService(ctx.state);
+  const { store, box } = ctx.core;
   const current = store.get("credential", credentialId, undefined, ctx.identity.id);
   if (!current) {
     throw new McpServerError(
@@ -166,7 +165,7 @@ async function refreshToken(
   }
   const auth = current.body.auth as Record<string, unknown>;
   const settings = auth.refresh as RefreshSettings;
-  const secrets = await openCredentialSecrets(ctx.state, current) as Secrets;
+  const secrets = await openCredentialSecrets(ctx.core, current) as Secrets;
   const method = settings.token_endpoint_auth.type;
   let tokens;
   try {

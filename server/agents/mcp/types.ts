@@ -11,6 +11,7 @@
 
 import type { Identity } from "../../policy/compile.ts";
 import type { ServerState } from "../../state.ts";
+import type { AgentsCore } from "../core.ts";
 import type { AgentCreate } from "../schemas/agents.ts";
 import type { McpServerError } from "./errors.ts";
 
@@ -23,8 +24,10 @@ export type McpToolConfig = Extract<NonNullable<AgentCreate["tools"]>[number], {
  * ones), and the session decides the workspace, the environment and the vaults.
  */
 export interface McpContext {
-  /** The running server's state (policy, process table, agents store). */
+  /** The running server's state (policy, process table). */
   state: ServerState;
+  /** The agents group's store and secret box (credentials are read and refreshed there). */
+  core: AgentsCore;
   /** The identity that owns the session; its scopes are checked (`process:run` for stdio). */
   identity: Identity;
   /**

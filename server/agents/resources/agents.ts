@@ -13,60 +13,10 @@ import { newId, unixNow } from "../ids.ts";
 import { idempotentCreate, json, jsonText } from "../idempotency.ts";
 import { plainListText } from "../pagination.ts";
 import { readJson } from "../request.ts";
-import { type AgentCreate, agentCreateSchema, agentUpdateSchema } from "../schemas/agents.ts";
+import { agentCreateSchema, agentUpdateSchema } from "../schemas/agents.ts";
+import { applyFields, newAgentBody } from "../domain/agents.ts";
 import { agentsService } from "../service.ts";
 import { tenantOf } from "../tenants.ts";
-
-type Tool = NonNullable<AgentCreate["tools"]>[number];
-
-/** A tool as stored and returned: optional lists and maps filled in, as the API answers. */
-function persistedTool(tool: Tool): Record<string, unknown> {
-  if (tool.type !== "mcp") return { ...tool };
-  const t = tool.transport;
-  const transport = t.type === "http"
-    ? { type: "http", server_url: t.server_url, headers: t.headers ?? {} }
-    : {
-      type: "stdio",
-      command: t.command,
-      cwd: t.cwd,
-      args: t.args ?? [],
-      env_vars: t.env_vars ?? [],
-    };
-  return { ...tool, transport };
-}
-
-/** Fields of an agent configuration, all optional. */
-export type Fields = Partial<AgentCreate>;
-
-/** Apply create or update fields onto an agent body (an agent's, or a session's own). */
-export function applyFields(agent: Record<string, unknown>, f: Fields): void {
-  if (f.model !== undefined) agent.model = f.model;
-  if (f.name !== undefined) agent.name = f.name;
-  if (f.instructions !== undefined) agent.instructions = f.instructions;
-  if (f.metadata !== undefined) agent.metadata = f.metadata ?? {};
-  if (f.multi_agent !== undefined) {
-    agent.multi_agent = {
-      enabled: f.multi_agent?.enabled ?? false,
-      max_concurrent_subagents: f.multi_agent?.max_concurrent_subagents ?? null,
-    };
-  }
-  if (f.reasoning !== undefined) {
-    agent.reasoning = {
-      effort: f.reasoning?.effort ?? null,
-      summary: f.reasoning?.summary ?? null,
-    };
-  }
-  if (f.service_tier !== undefined) agent.service_tier = f.service_tier ?? "auto";
-  if (f.text !== undefined) {
-    agent.text = {
-      format: f.text?.format ?? { type: "text" },
-      verbosity: f.text?.verbosity ?? null,
-    };
-  }
-  if (f.tools !== undefined) agent.tools = (f.tools ?? []).map(persistedTool);
-  if (f.compaction !== undefined) agent.compaction = { async: f.compaction?.async ?? null };
-  if (f.experimental !== undefined) agent.experimental = f.experimental;
-}
 
 /** The agents handlers. */
 export const agentsResourceHandlers: HandlerMap<AgentsId> = {
@@ -76,21 +26,7 @@ export const agentsResourceHandlers: HandlerMap<AgentsId> = {
     const body = await readJson(c, agentCreateSchema);
     return idempotentCreate(c, store, body.text, async (commit) => {
       const now = unixNow();
-      const agent: Record<string, unknown> = {
-        id: newId("agent"),
-        object: "agent",
-        created_at: now,
-        updated_at: now,
-        name: null,
-        instructions: null,
-        metadata: {},
-        model: "",
-        multi_agent: { enabled: false, max_concurrent_subagents: null },
-        reasoning: { effort: null, summary: null },
-        service_tier: "auto",
-        text: { format: { type: "text" }, verbosity: null },
-        tools: [],
-      };
+      const agent = newAgentBody(newId("agent"), now);
       applyFields(agent, body.value);
       // Serialised once: the stored body is the answer. Answered once committed, in a group
       // with the creates that arrived alongside it.

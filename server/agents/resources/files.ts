@@ -22,22 +22,11 @@ import { newId, unixNow } from "../ids.ts";
 import { idempotentCreate, json, jsonText } from "../idempotency.ts";
 import { listPageText, PAGE_PARAMS, pageRequest } from "../pagination.ts";
 import { parseQuery } from "../request.ts";
-import { type AgentsService, agentsService } from "../service.ts";
+import { agentsService } from "../service.ts";
+import { FILE_PURPOSES, fileContentPath, filesDir } from "../domain/files.ts";
+import type { AgentsCore } from "../core.ts";
 import { tenantOf } from "../tenants.ts";
 import type { StoredObject } from "../store.ts";
-
-/** The purposes an upload may have, as the Files API names them. */
-export const FILE_PURPOSES = ["assistants", "batch", "fine-tune", "vision", "user_data", "evals"];
-
-/** The directory of uploaded files inside the data directory. */
-export function filesDir(service: AgentsService): string {
-  return join(service.config.dataDir, "files");
-}
-
-/** Where a stored file's bytes are. */
-export function fileContentPath(service: AgentsService, id: string): string {
-  return join(filesDir(service), id);
-}
 
 const MAX_FIELD_BYTES = 4096;
 
@@ -60,7 +49,7 @@ interface Upload {
 /** Read the multipart body: the file streamed to a temp file, the other fields as text. */
 async function readUpload(
   c: Context<ServerEnv>,
-  service: AgentsService,
+  service: AgentsCore,
 ): Promise<{ upload?: Upload; fields: Map<string, string> }> {
   const boundary = multipartBoundary(c.req.header("content-type") ?? null);
   if (!boundary || !c.req.raw.body) {

@@ -23,7 +23,8 @@ import type { SessionBody } from "../runtime/records.ts";
 import { sseResponse } from "../runtime/sse.ts";
 import { inputEventsSchema } from "../schemas/sessions.ts";
 import { agentsService } from "../service.ts";
-import { inputMessages, storedSession } from "./sessions.ts";
+import { inputMessages } from "../domain/sessions.ts";
+import { storedSession } from "./sessions.ts";
 
 /** The session events handlers. */
 export const sessionEventsHandlers: HandlerMap<AgentsId> = {

@@ -24,6 +24,7 @@ import { listPageText, PAGE_PARAMS, pageRequest } from "../pagination.ts";
 import { parseQuery, readJson } from "../request.ts";
 import { type EnvironmentSettings, templateSchema } from "../schemas/environments.ts";
 import { type AgentsService, agentsService } from "../service.ts";
+import { templateSettings } from "../domain/environments.ts";
 import { tenantOf } from "../tenants.ts";
 import type { StoredObject } from "../store.ts";
 import { commandRules, guardShellCommand } from "../../guards/commands/index.ts";
@@ -65,17 +66,6 @@ function publicBody(
     plugins: [],
     skills: [],
   };
-}
-
-/** A template's settings whole (sealed half opened), to seed an environment. */
-export async function templateSettings(
-  service: AgentsService,
-  template: StoredObject,
-): Promise<Settings> {
-  const sealed = await service.box.open(template.sealed!, template.id) as {
-    settings: Settings;
-  };
-  return sealed.settings;
 }
 
 async function seal(service: AgentsService, id: string, settings: Settings): Promise<Uint8Array> {

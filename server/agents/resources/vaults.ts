@@ -268,15 +268,3 @@ export const vaultsResourceHandlers: HandlerMap<AgentsId> = {
     });
   },
 };
-
-/**
- * A credential's secrets, opened: for the runtime (a session's `OPENAI_API_KEY`, an MCP
- * server's token). Never for an answer.
- */
-export async function openCredentialSecrets(
-  state: Parameters<typeof agentsService>[0],
-  credential: StoredObject,
-): Promise<Secrets> {
-  const { box } = agentsService(state);
-  return await box.open(credential.sealed!, credential.id) as Secrets;
-}

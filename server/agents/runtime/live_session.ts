@@ -8,8 +8,7 @@
  */
 
 import type { HistoryEntry } from "./model/model.ts";
-import type { McpHolder, SessionMcp } from "./session_mcp.ts";
-import type { SubagentManager } from "./subagents.ts";
+import type { McpToolSet } from "../mcp/types.ts";
 
 /** A function call waiting for the client. */
 export interface PendingCall {
@@ -41,6 +40,20 @@ export interface RunningTurn {
   done: Promise<void>;
 }
 
+/** The open set of a session and what it was opened for. */
+export interface SessionMcp {
+  /** The agent's entries and the vaults, as JSON: a change opens the set again. */
+  key: string;
+  /** The set. */
+  set: McpToolSet;
+}
+
+/** Where a session keeps its set (its live state). */
+export interface McpHolder {
+  /** The open set, if any. */
+  mcp?: SessionMcp;
+}
+
 /** A session's live state. */
 export class LiveSession implements McpHolder {
   /** The session's id. */
@@ -53,8 +66,6 @@ export class LiveSession implements McpHolder {
   history: HistoryEntry[] | undefined;
   /** The session's open MCP servers, once a turn needed them. */
   mcp: SessionMcp | undefined;
-  /** The session's subagents, once a turn of an agent with `multi_agent` ran. */
-  subagents: SubagentManager | undefined;
 
   /** A live state for a session. */
   constructor(id: string) {

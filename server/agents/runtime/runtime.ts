@@ -10,7 +10,7 @@ import { ApiError } from "../../errors.ts";
 import type { AuditSink } from "../../pipeline/audit.ts";
 import type { ServerState } from "../../state.ts";
 import { unixNow } from "../ids.ts";
-import type { AgentsService } from "../service.ts";
+import type { AgentsCore } from "../core.ts";
 import { publishArtifacts } from "./artifacts.ts";
 import { EventLog } from "./event_log.ts";
 import { type InputMessage, LiveSession } from "./live_session.ts";
@@ -52,13 +52,15 @@ export class AgentRuntime {
   auditSink: AuditSink | undefined;
   /** Extra tool providers, offered after the built-in ones (MCP, subagents). */
   readonly extraTools: ((session: SessionBody) => ToolProvider[])[] = [];
-  readonly #service: AgentsService;
+  readonly #service: AgentsCore;
+  /** Each live session's subagents, once a turn of an agent with `multi_agent` ran. */
+  readonly #subagents = new WeakMap<LiveSession, SubagentManager>();
   readonly #live = new Map<string, LiveSession>();
   readonly #streams = new Set<SseWriter>();
   #stopping = false;
 
   /** The runtime of a service. */
-  constructor(service: AgentsService) {
+  constructor(service: AgentsCore) {
     this.#service = service;
     this.log = new EventLog(service.store);
   }
@@ -129,7 +131,7 @@ export class AgentRuntime {
     try {
       const session = rec.session.session();
       environment = await toolEnvironment(state, service, session);
-      const upstream = await sessionUpstream(state, service, session);
+      const upstream = await sessionUpstream(service, session);
       const identity = state.policy.identities.find((i) => i.id === session._internal.owner);
       const builtIn = environment ? [new ShellTool(), new ApplyPatchTool()] : [];
       const tools: ToolProvider[] = [
@@ -141,13 +143,18 @@ export class AgentRuntime {
         | { enabled?: boolean; max_concurrent_subagents?: number | null }
         | undefined;
       if (multiAgent?.enabled) {
-        subagents = live.subagents ??= new SubagentManager(service.store, rec.session);
+        subagents = this.#subagents.get(live);
+        if (!subagents) {
+          subagents = new SubagentManager(service.store, rec.session);
+          this.#subagents.set(live, subagents);
+        }
         tools.push(new DelegationTools(subagents, live.id));
       }
       const notices: string[] = [];
       const subagentTools: ToolProvider[] = [...builtIn];
       const mcpSet = await sessionMcpTools(live, session, {
         state,
+        core: service,
         identity,
         environment,
         reservedNames: tools.flatMap((t) => t.definitions().map((d) => d.name)),

@@ -17,20 +17,10 @@ import { openMcpTools } from "../mcp/tool_set.ts";
 import type { McpToolConfig, McpToolSet } from "../mcp/types.ts";
 import type { SessionBody } from "./records.ts";
 import type { ToolEnvironment } from "./tools/tool.ts";
+import type { AgentsCore } from "../core.ts";
+import type { McpHolder } from "./live_session.ts";
 
-/** The open set of a session and what it was opened for. */
-export interface SessionMcp {
-  /** The agent's entries and the vaults, as JSON: a change opens the set again. */
-  key: string;
-  /** The set. */
-  set: McpToolSet;
-}
-
-/** Where a session keeps its set (its live state). */
-export interface McpHolder {
-  /** The open set, if any. */
-  mcp?: SessionMcp;
-}
+export type { McpHolder, SessionMcp } from "./live_session.ts";
 
 /** The `mcp` entries of a session's agent. */
 export function mcpConfigs(session: SessionBody): McpToolConfig[] {
@@ -41,6 +31,8 @@ export function mcpConfigs(session: SessionBody): McpToolConfig[] {
 export interface McpOpenContext {
   /** The server. */
   state: ServerState;
+  /** The agents group's store and secret box. */
+  core: AgentsCore;
   /** The session's owner. */
   identity: Identity | undefined;
   /** The session's environment, if any. */
@@ -69,6 +61,7 @@ export async function sessionMcpTools(
   }
   const set = await openMcpTools(configs, {
     state: ctx.state,
+    core: ctx.core,
     identity: ctx.identity,
     workspace: ctx.environment?.workspace,
     env: ctx.environment?.env,

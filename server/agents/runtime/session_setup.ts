@@ -11,16 +11,16 @@ import type { ServerState } from "../../state.ts";
 import type { UpstreamConfig } from "../config.ts";
 import { networkPrefix } from "../environments/network.ts";
 import { workspaceDir } from "../environments/workspace.ts";
-import { openCredentialSecrets } from "../resources/vaults.ts";
-import type { EnvironmentSecrets } from "../resources/environments.ts";
-import type { AgentsService } from "../service.ts";
+import { openCredentialSecrets } from "../domain/vaults.ts";
+import type { EnvironmentSecrets } from "../domain/environments.ts";
+import type { AgentsCore } from "../core.ts";
 import type { SessionBody } from "./records.ts";
 import type { ToolEnvironment } from "./tools/tool.ts";
 
 /** The session's environment for tools, or null without one. */
 export async function toolEnvironment(
   state: ServerState,
-  service: AgentsService,
+  service: AgentsCore,
   session: SessionBody,
 ): Promise<ToolEnvironment | null> {
   const id = session._internal.environment_id;
@@ -42,8 +42,7 @@ export async function toolEnvironment(
 
 /** The upstream of a session's turns. */
 export async function sessionUpstream(
-  state: ServerState,
-  service: AgentsService,
+  service: AgentsCore,
   session: SessionBody,
 ): Promise<UpstreamConfig> {
   const base = service.config.upstream;
@@ -54,7 +53,7 @@ export async function sessionUpstream(
     for (const row of rows) {
       const auth = row.body.auth as { type?: string; secret_name?: string } | undefined;
       if (auth?.type === "environment_variable" && auth.secret_name === "OPENAI_API_KEY") {
-        const secrets = await openCredentialSecrets(state, row);
+        const secrets = await openCredentialSecrets(service, row);
         if (typeof secrets.secret_value === "string") {
           return { ...base, apiKey: secrets.secret_value };
         }

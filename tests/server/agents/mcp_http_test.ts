@@ -6,7 +6,7 @@
  */
 
 import assert from "node:assert/strict";
-import { openCredentialSecrets } from "../../../server/agents/resources/vaults.ts";
+import { openCredentialSecrets } from "../../../server/agents/domain/vaults.ts";
 import { agentsService } from "../../../server/agents/service.ts";
 import { openMcpTools } from "../../../server/agents/mcp/tool_set.ts";
 import type { McpToolConfig } from "../../../server/agents/mcp/types.ts";
@@ -181,8 +181,9 @@ Deno.test("mcp http: an expired or refused OAuth access token is refreshed and s
     const auth = stored.auth as Record<string, unknown>;
     assert.ok(Date.parse(auth.expires_at as string) > Date.now() + 3000_000);
     assert.ok(!JSON.stringify(stored).includes("0123456789"));
-    const row = agentsService(h.server.state).store.get("credential", cred.id)!;
-    const secrets = await openCredentialSecrets(h.server.state, row);
+    const service = agentsService(h.server.state);
+    const row = service.store.get("credential", cred.id)!;
+    const secrets = await openCredentialSecrets(service, row);
     assert.equal(secrets.access_token, "access-2-0123456789");
     assert.equal(secrets.refresh_token, "refresh-2-0123456789");
 
