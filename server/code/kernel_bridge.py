@@ -65,8 +65,13 @@ def _take_ports(n):
     """n free loopback ports from this identity's block, held until _give_ports."""
     first, last = (int(p) for p in os.environ["SANDBAR_KERNEL_PORTS"].split("-"))
     got = []
+    # A random starting place: another server on this host scans the same block, and two
+    # scans from its first port would pick the same ports at the same moment.
+    size = last - first + 1
+    start = secrets.randbelow(size)
     with _ports_lock:
-        for port in range(first, last + 1):
+        for i in range(size):
+            port = first + (start + i) % size
             if port in _ports_taken:
                 continue
             probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -132,15 +137,40 @@ class JupyterKernel:
         # Ports from this identity's block, kept across restarts (not jupyter_client's cache).
         self.km.cache_ports = False
         self.km.ip = "127.0.0.1"
-        self.ports = _take_ports(5)
-        (self.km.shell_port, self.km.iopub_port, self.km.stdin_port, self.km.control_port,
-         self.km.hb_port) = self.ports
+        self._use_ports(_take_ports(5))
         self.cwd = cwd
         self.env = env
         self.tmp = tmp
         self.kc = None
 
+    def _use_ports(self, ports):
+        self.ports = ports
+        (self.km.shell_port, self.km.iopub_port, self.km.stdin_port, self.km.control_port,
+         self.km.hb_port) = ports
+
     def start(self):
+        # A free port can be taken between the probe and the kernel's bind (by a process that is
+        # not this server's): the kernel then dies, or the client meets a stranger's socket and
+        # refuses its signature. Both are retried on other ports.
+        for attempt in range(3):
+            try:
+                self._start_once()
+                return
+            except Exception:
+                if attempt == 2:
+                    raise
+                if self.kc is not None:
+                    self.kc.stop_channels()
+                    self.kc = None
+                try:
+                    self.km.shutdown_kernel(now=True)
+                except Exception:
+                    pass
+                taken = self.ports
+                self._use_ports(_take_ports(5))
+                _give_ports(taken)
+
+    def _start_once(self):
         # The kernel's own stdout must never reach this process's stdout, the server's channel.
         self.km.start_kernel(
             cwd=self.cwd, env=self.env, preexec_fn=_die_with_parent, stdout=subprocess.DEVNULL

@@ -30,7 +30,12 @@ import { dirname, join } from "node:path";
 import { nativeSpawnSupported } from "../process/native_spawn.ts";
 import { listeningPorts, type ServerState, type Service } from "../state.ts";
 import { onReadOnlyMount } from "./fs_probe.ts";
-import { foreignKernelPorts, kernelPortBlock, type PortBlock } from "./kernel_ports.ts";
+import {
+  drawKernelRotation,
+  foreignKernelPorts,
+  kernelPortBlock,
+  type PortBlock,
+} from "./kernel_ports.ts";
 import { landlockAbi, NET_ABI, type PathRule } from "./landlock.ts";
 import {
   allowedExecutables,
@@ -223,6 +228,8 @@ export function noexecTrees(plan: ConfinementPlan): string[] {
 /** The per-server set of confined spawners. */
 export class Confinements implements Service {
   readonly #state: ServerState;
+  /** This server's rotation of the kernel port blocks (see `kernel_ports.ts`). */
+  readonly #kernelRotation = drawKernelRotation();
   readonly #spawners = new Map<string, Spawner>();
   readonly #scratch = new Map<string, string>();
 
@@ -314,7 +321,10 @@ export class Confinements implements Service {
    */
   #closedPorts(identity: string | null): number[] {
     const ids = this.#state.policy.identities.map((i) => i.id);
-    return [...listeningPorts(this.#state.addresses), ...foreignKernelPorts(ids, identity)];
+    return [
+      ...listeningPorts(this.#state.addresses),
+      ...foreignKernelPorts(ids, identity, this.#kernelRotation),
+    ];
   }
 
   /**
@@ -322,7 +332,8 @@ export class Confinements implements Service {
    * no block.
    */
   kernelPorts(identity: string): PortBlock | null {
-    return kernelPortBlock(this.#state.policy.identities.map((i) => i.id), identity);
+    const ids = this.#state.policy.identities.map((i) => i.id);
+    return kernelPortBlock(ids, identity, this.#kernelRotation);
   }
 
   /** What no confined process may touch: the state directory, secrets, literal denials. */

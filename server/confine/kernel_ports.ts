@@ -13,8 +13,9 @@
  *
  * Blocks are laid out by the identity's place in the policy, below Linux's default ephemeral
  * range (32768 up), so a kernel port never collides with the local port of an outgoing
- * connection: `20000 + i * 160` to `20000 + (i + 1) * 160 - 1`, 160 being 32 contexts of 5
- * ports each.
+ * connection: block `b` is `20000 + b * 160` to `20000 + (b + 1) * 160 - 1`, 160 being 32
+ * contexts of 5 ports each, and `b` is the identity's place plus a rotation each server draws at
+ * random, so two servers on one host (each with a `default` identity) rarely share a block.
  *
  * @module
  */
@@ -39,22 +40,34 @@ export interface PortBlock {
   last: number;
 }
 
+/** A server's rotation of the blocks: drawn once, at random. */
+export function drawKernelRotation(): number {
+  return crypto.getRandomValues(new Uint32Array(1))[0] % MAX_KERNEL_IDENTITIES;
+}
+
 /**
- * The block of `identity` among `identities` (the policy's, in order), or null when it is not
- * one of them (the server's own helpers) or past the last block.
+ * The block of `identity` among `identities` (the policy's, in order) under a server's
+ * `rotation`, or null when it is not one of them (the server's own helpers) or past the last
+ * block.
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  * import { kernelPortBlock } from "./kernel_ports.ts";
  * assert.deepEqual(kernelPortBlock(["default", "other"], "other"), { first: 20160, last: 20319 });
+ * assert.deepEqual(kernelPortBlock(["default", "other"], "other", 2), { first: 20480, last: 20639 });
  * assert.equal(kernelPortBlock(["default"], "server"), null);
  * ```
  */
-export function kernelPortBlock(identities: readonly string[], identity: string): PortBlock | null {
+export function kernelPortBlock(
+  identities: readonly string[],
+  identity: string,
+  rotation = 0,
+): PortBlock | null {
   const i = identities.indexOf(identity);
   if (i < 0 || i >= MAX_KERNEL_IDENTITIES) return null;
-  const first = KERNEL_PORT_BASE + i * KERNEL_PORTS_PER_IDENTITY;
+  const block = (i + rotation) % MAX_KERNEL_IDENTITIES;
+  const first = KERNEL_PORT_BASE + block * KERNEL_PORTS_PER_IDENTITY;
   return { first, last: first + KERNEL_PORTS_PER_IDENTITY - 1 };
 }
 
@@ -75,11 +88,12 @@ export function kernelPortBlock(identities: readonly string[], identity: string)
 export function foreignKernelPorts(
   identities: readonly string[],
   identity: string | null,
+  rotation = 0,
 ): number[] {
   const ports: number[] = [];
   for (const other of identities) {
     if (other === identity) continue;
-    const block = kernelPortBlock(identities, other);
+    const block = kernelPortBlock(identities, other, rotation);
     if (!block) continue;
     for (let p = block.first; p <= block.last; p++) ports.push(p);
   }

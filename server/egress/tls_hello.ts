@@ -65,11 +65,18 @@ export async function peekClientHello(reader: ConnReader): Promise<HelloResult> 
  */
 export function parseHello(b: Uint8Array): HelloResult {
   try {
+    // Every length read must lie inside the body: a typed array answers `undefined` past its
+    // end, which would turn a truncated hello into a valid one with no name.
+    const fits = (at: number, size: number) => at + size <= b.length;
     let at = 2 + 32; // version, random
+    if (!fits(at, 1)) return { kind: "malformed" };
     at += 1 + b[at]; // session id
+    if (!fits(at, 2)) return { kind: "malformed" };
     at += 2 + u16(b, at); // cipher suites
+    if (!fits(at, 1)) return { kind: "malformed" };
     at += 1 + b[at]; // compression methods
     if (at === b.length) return { kind: "tls", serverName: null };
+    if (!fits(at, 2)) return { kind: "malformed" };
     const end = at + 2 + u16(b, at);
     at += 2;
     if (end > b.length) return { kind: "malformed" };

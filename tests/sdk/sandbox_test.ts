@@ -254,7 +254,11 @@ Deno.test("a TypeScript program runs with deno inside the sandbox, and ps sees i
   );
   const run = await sandbox.commands.run("deno run hello.ts");
   assert.equal(run.stdout, "answer 42\n");
-  const ps = await sandbox.commands.run("sleep 30 & ps -o args= -p $!; kill $!");
+  // Until the forked child has run exec, ps names the shell that forked it: ask again briefly.
+  const ps = await sandbox.commands.run(
+    'sleep 30 & for i in $(seq 50); do a=$(ps -o args= -p $!); [ "$a" = "sleep 30" ] && break; ' +
+      'sleep 0.1; done; echo "$a"; kill $!',
+  );
   assert.equal(ps.stdout, "sleep 30\n");
 });
 

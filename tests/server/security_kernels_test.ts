@@ -56,6 +56,32 @@ while time.time() < end and not os.path.exists(out + ".stop"):
 open(out, "w").write(f"reachable={reachable} signalled={signalled} received={received}")
 `;
 
+/**
+ * The first port of the block `pid`'s listening sockets are in: a server draws its blocks'
+ * rotation at random, so the test reads where the kernel really listens (its socket inodes
+ * against the host's TCP table).
+ */
+async function blockOf(pid: number): Promise<number> {
+  const inodes = new Set<string>();
+  for await (const fd of Deno.readDir(`/proc/${pid}/fd`)) {
+    const link = await Deno.readLink(`/proc/${pid}/fd/${fd.name}`).catch(() => "");
+    const m = /^socket:\[(\d+)\]$/.exec(link);
+    if (m) inodes.add(m[1]);
+  }
+  for (const line of (await Deno.readTextFile("/proc/net/tcp")).split("\n").slice(1)) {
+    const f = line.trim().split(/\s+/);
+    // local address, state 0A (LISTEN), inode
+    if (f.length > 9 && f[3] === "0A" && inodes.has(f[9])) {
+      const port = parseInt(f[1].split(":")[1], 16);
+      const offset = port - KERNEL_PORT_BASE;
+      // ZeroMQ's own sockets (its signalers) listen on ephemeral ports outside the blocks.
+      if (port >= 32768 || offset < 0) continue;
+      return KERNEL_PORT_BASE + offset - (offset % KERNEL_PORTS_PER_IDENTITY);
+    }
+  }
+  throw new Error(`kernel ${pid} listens on no TCP port`);
+}
+
 async function code(server: TestServer, body: Record<string, unknown>, token?: string) {
   const res = await server.post("/code/run", body, { token });
   const got = await res.json();
@@ -111,11 +137,10 @@ Deno.test({
       env: { OTHER_TOKEN },
     });
     await Deno.writeTextFile(join(server.root, "probe.py"), PROBE);
-    // `default` is the policy's first identity: its kernels are in the first block.
-    const adminBlock = KERNEL_PORT_BASE;
     for (const language of ["python", "typescript"]) {
       await t.step(language, async () => {
         const kernel = await code(server, { action: "create_context", language });
+        const adminBlock = await blockOf(kernel.pid);
         const mine = await probe(server, undefined, adminBlock, kernel, `mine-${language}`);
         const match = /reachable=(\d+) signalled=(\S+) received=(\d+)/.exec(mine)!;
         assert.ok(Number(match[1]) >= 5, mine);
