@@ -20,6 +20,7 @@ export const BENCHES = [
   "code",
   "agents_store",
   "agents",
+  "network",
 ];
 
 /** Run the named benchmarks (all by default). */
