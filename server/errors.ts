@@ -229,8 +229,12 @@ export function renderError(error: ApiError, path: string, endpoint?: string): R
   return new Response(JSON.stringify(body), { status: error.status, headers });
 }
 
+/** How many known names an unknown-name refusal lists at most. */
+const MAX_LISTED = 40;
+
 /**
- * The refusal of an unknown field (or command argument), naming it and the nearest known one;
+ * The refusal of an unknown field (or command argument), naming it and the nearest known one, or
+ * listing the known ones when none is close;
  * `what` and `where` word it for other things than body fields.
  *
  * @example
@@ -240,6 +244,10 @@ export function renderError(error: ApiError, path: string, endpoint?: string): R
  * const e = unknownField("recursiv", ["path", "recursive"]);
  * assert.equal(e.message, 'Unknown field "recursiv"; did you mean "recursive"?');
  * assert.equal(e.options.param, "recursiv");
+ * assert.equal(
+ *   unknownField("command", ["cmd", "cwd"]).message,
+ *   'Unknown field "command"; the known fields are "cmd", "cwd"',
+ * );
  * ```
  */
 export function unknownField(
@@ -249,7 +257,16 @@ export function unknownField(
   where = "",
 ): ApiError {
   const near = nearestName(name, known);
-  const hint = near === undefined ? "" : `; did you mean ${JSON.stringify(near)}?`;
+  // With no close name, the known ones are listed: a caller who wrote `command` for `cmd` learns
+  // the right name here, not from the docs.
+  const listed = known.length > MAX_LISTED
+    ? `${known.slice(0, MAX_LISTED).map((k) => JSON.stringify(k)).join(", ")}, …`
+    : known.map((k) => JSON.stringify(k)).join(", ");
+  const hint = near !== undefined
+    ? `; did you mean ${JSON.stringify(near)}?`
+    : known.length > 0
+    ? `; the known ${what}s are ${listed}`
+    : "";
   const message = `Unknown ${what} ${JSON.stringify(name)}${where}${hint}`;
   return new ApiError("invalid_arguments", message, { param: name });
 }

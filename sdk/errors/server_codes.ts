@@ -107,11 +107,21 @@ const SUGGESTIONS: Readonly<Record<string, string>> = {
   read_only: "The path is under paths.read_only: read it, but write elsewhere.",
   symlink_denied: "The policy's paths.symlinks refuses this link; use the real path.",
   invalid_path: "Give an absolute or root-relative path without NUL bytes, under limits.path_max.",
+  missing_path: "Create the directory first (files.makeDir, or mkdir -p in a command), or name " +
+    "one that exists; a relative path is under the server's root.",
   duplicate_parameter: "Send each query parameter once.",
   concurrency_limited:
     "Too many requests to this endpoint are in flight: wait for one to finish, then retry.",
   file_exists: "Pass overwrite: true to replace the file.",
 };
+
+/** The suggestion for `code`; a path that is not there is told to make it, not to check its bytes. */
+function suggestionFor(code: string, message: string): { suggestion?: string } {
+  const key = code === "invalid_path" && /does not exist|not a directory/.test(message)
+    ? "missing_path"
+    : code;
+  return Object.hasOwn(SUGGESTIONS, key) ? { suggestion: SUGGESTIONS[key] } : {};
+}
 
 /**
  * Fallbacks for answers without a machine code. The server puts `code` on every error answer,
@@ -202,7 +212,7 @@ export function errorFromResponse(
     scope: str(fields.scope),
     limit: num(fields.limit),
     retryAfter,
-    ...(SUGGESTIONS[code] ? { suggestion: SUGGESTIONS[code] } : {}),
+    ...suggestionFor(code, message),
   };
   return new (cls ?? ServerAPIError)(message, options);
 }

@@ -13,6 +13,27 @@ import type { ProviderCredentials, SandboxProvider } from "./types.ts";
 /** Makes a provider from the credentials a call carries. */
 export type ProviderFactory = (credentials: ProviderCredentials) => SandboxProvider;
 
+/**
+ * The local provider runs on this machine and has no account: a credential given to it is a
+ * mistake (meant for another provider, or copied from E2B's examples), refused rather than
+ * silently dropped.
+ */
+function refuseCredentials(credentials: ProviderCredentials): void {
+  const given = Object.entries(credentials).filter(([, v]) => v !== undefined).map(([k]) => k);
+  if (given.length > 0) {
+    throw new ValidationError(
+      `The local provider takes no credentials; ${given.join(", ")} mean${
+        given.length === 1 ? "s" : ""
+      } nothing to it`,
+      {
+        suggestion: `Leave out ${given.join(", ")}, or name the provider ${
+          given.length === 1 ? "it is" : "they are"
+        } for with \`provider\` (registered: ${providerNames().join(", ")}).`,
+      },
+    );
+  }
+}
+
 const FACTORIES = new Map<string, ProviderFactory>([
   ["local", () => new LocalProvider()],
   ["docker", () => new DockerProvider()],
@@ -56,7 +77,10 @@ export function resolveProvider(
   provider: string | SandboxProvider | undefined,
   credentials: ProviderCredentials = {},
 ): SandboxProvider {
-  if (provider !== undefined && typeof provider !== "string") return provider;
+  if (provider !== undefined && typeof provider !== "string") {
+    if (provider.name === "local") refuseCredentials(credentials);
+    return provider;
+  }
   const name = provider ?? Deno.env.get("SANDBAR_PROVIDER") ?? "local";
   const factory = FACTORIES.get(name);
   if (!factory) {
@@ -64,5 +88,7 @@ export function resolveProvider(
       suggestion: `Registered: ${providerNames().join(", ")}. Add one with registerProvider().`,
     });
   }
-  return factory(credentials);
+  const made = factory(credentials);
+  if (made.name === "local") refuseCredentials(credentials);
+  return made;
 }

@@ -73,7 +73,10 @@ export class CommandsModule {
     if (options.user !== undefined && options.user !== "") {
       throw new ProviderFeatureNotSupportedError(
         `Commands run as the sandbox's one user; cannot run as ${JSON.stringify(options.user)}`,
-        { suggestion: "Leave out `user` (or use `sudo` inside, where the sandbox has it)." },
+        {
+          suggestion: "Leave out `user`: every command runs as the sandbox's one user, and " +
+            "setuid programs such as sudo do not work inside.",
+        },
       );
     }
     const timeout = options.timeout ?? 60;

@@ -40,6 +40,8 @@ function paramOf(path: readonly PropertyKey[]): string {
  * import { validate } from "./request.ts";
  * const schema = z.strictObject({ name: z.string() });
  * assert.throws(() => validate(schema, { name: "a", nme: 1 }), /Unknown parameter: 'nme'/);
+ * assert.throws(() => validate(schema, {}), /Missing required parameter: 'name'/);
+ * assert.throws(() => validate(schema, { name: ["a"] }), /Invalid 'name': .*expected string/);
  * ```
  */
 export function validate<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
@@ -51,10 +53,22 @@ export function validate<S extends z.ZodType>(schema: S, input: unknown): z.outp
     throw invalid(param, `Unknown parameter: '${param}'.`);
   }
   const param = paramOf(issue.path);
-  if (issue.code === "invalid_type" && issue.input === undefined) {
+  // zod does not report the input it refused, so whether the field is there is read from the
+  // input itself: a field of the wrong shape is not "missing".
+  if (issue.code === "invalid_type" && valueAt(input, issue.path) === undefined) {
     throw invalid(param, `Missing required parameter: '${param}'.`);
   }
   throw invalid(param || null, `Invalid '${param || "body"}': ${issue.message}.`);
+}
+
+/** The value at `path` in `input`, or `undefined` when any step of it is absent. */
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let value = input;
+  for (const key of path) {
+    if (value === null || typeof value !== "object") return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value;
 }
 
 /**

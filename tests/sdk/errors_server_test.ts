@@ -158,6 +158,15 @@ Deno.test("404 command_not_found, 404 not_found, 400 invalid_request", async () 
     assert.equal(e.status, 400);
     return true;
   });
+  // A cwd that is not there is told to make it, not to look for NUL bytes or limits.path_max.
+  await assert.rejects(client.process.shell("pwd", { cwd: "nope" }), (e) => {
+    assert.ok(e instanceof ServerAPIError);
+    assert.equal(e.serverCode, "invalid_path");
+    assert.match(e.message, /cwd .*nope does not exist/);
+    assert.match(e.suggestion, /Create the directory first/);
+    assert.doesNotMatch(e.suggestion, /NUL|path_max/);
+    return true;
+  });
   // Every refusal is a ServerAPIError, with a suggestion and a docs URL.
   const e = await client.commands.run("nope").catch((e) => e);
   assert.ok(e instanceof ServerAPIError);

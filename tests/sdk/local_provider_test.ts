@@ -205,6 +205,13 @@ Deno.test("secure: false leaves ports open on loopback", async () => {
   const res = await fetch(`${sandbox.url}/health`);
   assert.deepEqual(await res.json(), { status: "ok" });
   assert.equal((await sandbox.commands.run("echo ok")).stdout, "ok\n");
+  // One user: `user: "root"` is refused without pointing at a sudo the sandbox cannot run.
+  await assert.rejects(sandbox.commands.run("id", { user: "root" }), (e) => {
+    assert.ok(e instanceof ProviderFeatureNotSupportedError);
+    assert.match(e.suggestion, /^Leave out `user`/);
+    assert.doesNotMatch(e.suggestion, /use `sudo`/);
+    return true;
+  });
 });
 
 Deno.test("the local provider has no GPU: ProviderFeatureNotSupportedError (E8004)", async () => {

@@ -77,6 +77,13 @@ Deno.test("bad options are refused before anything starts", async () => {
       return true;
     },
   );
+  // A credential means nothing to the local provider: refused, not dropped.
+  await assert.rejects(() => Sandbox.create({ apiKey: "e2b_123" }), (e: ValidationError) => {
+    assert.match(e.message, /local provider takes no credentials; apiKey means nothing to it/);
+    assert.match(e.suggestion, /Leave out apiKey, or name the provider it is for/);
+    return true;
+  });
+  await assert.rejects(() => Sandbox.list({ apiKey: "e2b_123" }), ValidationError);
   await assert.rejects(() => Sandbox.list({ limit: 0 }), ValidationError);
   await assert.rejects(
     () => Sandbox.list({ status: "sleeping" as SandboxStatus }),

@@ -35,17 +35,27 @@ export interface SessionsCore extends AgentsCore {
 /** Tool names the runtime offers itself; an agent's function may not take them. */
 const BUILT_IN_TOOLS = ["shell", "apply_patch"];
 
-/** Refuse tools this runtime cannot run, naming the field. */
-export function checkTools(tools: Record<string, unknown>[], param: string): void {
+/**
+ * Refuse tool types no session can run, naming the field (`param[i].type`): an agent is checked
+ * against this when created or updated, so a tool no session could run is refused at once, not
+ * at its first session.
+ */
+export function checkToolTypes(tools: Record<string, unknown>[], param: string): void {
   for (const [i, t] of tools.entries()) {
-    if (t.type === "mcp") continue;
-    if (t.type !== "function") {
+    if (t.type !== "mcp" && t.type !== "function") {
       throw invalid(
         `${param}[${i}].type`,
         `Tools of type '${t.type}' are not supported by this server's sessions yet; use 'function' or 'mcp'.`,
       );
     }
-    if (BUILT_IN_TOOLS.includes(t.name as string)) {
+  }
+}
+
+/** Refuse tools this runtime cannot run, naming the field. */
+export function checkTools(tools: Record<string, unknown>[], param: string): void {
+  checkToolTypes(tools, param);
+  for (const [i, t] of tools.entries()) {
+    if (t.type === "function" && BUILT_IN_TOOLS.includes(t.name as string)) {
       throw invalid(
         `${param}[${i}].name`,
         `'${t.name}' is a built-in tool of every session with an environment; choose another name.`,

@@ -16,6 +16,7 @@ import { readJson } from "../request.ts";
 import { agentCreateSchema, agentUpdateSchema } from "../schemas/agents.ts";
 import { applyFields, newAgentBody } from "../domain/agents.ts";
 import { agentsService } from "../service.ts";
+import { checkToolTypes } from "../domain/sessions.ts";
 import { tenantOf } from "../tenants.ts";
 
 /** The agents handlers. */
@@ -24,6 +25,7 @@ export const agentsResourceHandlers: HandlerMap<AgentsId> = {
     const { store } = agentsService(c.get("state"));
     const owner = tenantOf(c).id;
     const body = await readJson(c, agentCreateSchema);
+    checkToolTypes((body.value.tools ?? []) as Record<string, unknown>[], "tools");
     return idempotentCreate(c, store, body.text, async (commit) => {
       const now = unixNow();
       const agent = newAgentBody(newId("agent"), now);
@@ -49,6 +51,7 @@ export const agentsResourceHandlers: HandlerMap<AgentsId> = {
     const { store } = agentsService(c.get("state"));
     const id = c.req.param("agent_id")!;
     const body = await readJson(c, agentUpdateSchema);
+    checkToolTypes((body.value.tools ?? []) as Record<string, unknown>[], "tools");
     const found = store.get("agent", id, "", tenantOf(c).sees);
     if (!found) throw notFound("agent", id, "agent_id");
     const agent = { ...found.body };

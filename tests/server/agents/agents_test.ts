@@ -104,6 +104,23 @@ Deno.test("agents: 404s, validation errors naming the field, bad cursors", async
   );
   assert.equal(badTool.param, "tools[0].transport.authorization");
 
+  // A tool no session can run is refused when the agent is made, not at its first session.
+  const webSearch = await rejection(() =>
+    client.beta.agents.create({ model: "m", tools: [{ type: "web_search" }] as never })
+  );
+  assert.ok(webSearch instanceof OpenAI.BadRequestError);
+  assert.equal(webSearch.param, "tools[0].type");
+  assert.match(
+    String(webSearch.message),
+    /'web_search' are not supported .*use 'function' or 'mcp'/,
+  );
+  const plain = await client.beta.agents.create({ model: "m" });
+  const laterSearch = await rejection(() =>
+    client.beta.agents.update(plain.id, { tools: [{ type: "web_search" }] as never })
+  );
+  assert.equal(laterSearch.param, "tools[0].type");
+  assert.deepEqual((await client.beta.agents.retrieve(plain.id)).tools, []);
+
   const badLimit = await rejection(() => client.beta.agents.list({ limit: 101 }));
   assert.equal(badLimit.param, "limit");
   const badOrder = await rejection(() => client.beta.agents.list({ order: "sideways" as never }));

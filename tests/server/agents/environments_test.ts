@@ -88,6 +88,15 @@ Deno.test("environments: files materialised, list across pages both orders, retr
     })
   );
   assert.equal(badPath.param, "environment.files[0].path");
+  // A field that is there in the wrong shape is invalid, not missing.
+  const badPackages = await rejection(() =>
+    client.beta.agents.environments.create({
+      environment: { type: "openai_hosted", packages: ["numpy"] as never },
+    })
+  );
+  assert.equal(badPackages.param, "environment.packages");
+  assert.match(String(badPackages.message), /Invalid 'environment\.packages': .*expected object/);
+  assert.doesNotMatch(String(badPackages.message), /Missing/);
 });
 
 Deno.test("environments: env refuses PATH, CODEX_*, OPENAI_API_KEY and what the env guard refuses", async () => {
