@@ -9,7 +9,7 @@
 
 import { Hono } from "hono";
 import { ApiError, renderError } from "./errors.ts";
-import type { EndpointHandler, HandlerMap } from "./handlers/types.ts";
+import type { EndpointHandler, HandlerMap } from "./pipeline/handler.ts";
 import type { AuditSink } from "./pipeline/audit.ts";
 import { asApiError, createPipeline } from "./pipeline/run.ts";
 import { StaticFirstRouter } from "./pipeline/match.ts";

@@ -5,7 +5,7 @@
  */
 
 import type { AgentsId } from "../endpoints.ts";
-import type { HandlerMap } from "../handlers/types.ts";
+import type { HandlerMap } from "../pipeline/handler.ts";
 import { agentsResourceHandlers } from "./resources/agents.ts";
 import { environmentsResourceHandlers } from "./resources/environments.ts";
 import { templatesResourceHandlers } from "./resources/templates.ts";

@@ -13,7 +13,7 @@
 
 import { ApiError } from "../errors.ts";
 import type { EndpointId } from "../endpoints.ts";
-import type { EndpointHandler, GroupHandlers, HandlerMap } from "./types.ts";
+import type { EndpointHandler, GroupHandlers, HandlerMap } from "../pipeline/handler.ts";
 
 /**
  * A handler that imports its module on its first request and then delegates to it.

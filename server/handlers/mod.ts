@@ -19,7 +19,7 @@ import { terminalHandlers } from "./terminal/index.ts";
 import { ENDPOINT_ROWS, type EndpointId } from "../endpoints.ts";
 import { AGENTS_ROWS } from "../endpoint_table/agents.ts";
 import { groupOnFirstUse } from "./lazy.ts";
-import type { GroupHandlers, HandlerMap } from "./types.ts";
+import type { GroupHandlers, HandlerMap } from "../pipeline/handler.ts";
 
 /** The browser group, loaded on its first request. */
 const browserHandlers = groupOnFirstUse(

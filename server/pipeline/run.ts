@@ -11,7 +11,7 @@
 
 import type { Context } from "hono";
 import { ApiError, renderError } from "../errors.ts";
-import type { EndpointHandler } from "../handlers/types.ts";
+import type { EndpointHandler } from "./handler.ts";
 import type { EndpointState, Identity } from "../policy/compile.ts";
 import type { ServerEnv, ServerState } from "../state.ts";
 import { type AdmissionLimits, admit, releaseWhenDone } from "./admit.ts";

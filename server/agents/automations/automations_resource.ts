@@ -10,7 +10,7 @@
 import type { Context } from "hono";
 import type { AgentsId } from "../../endpoints.ts";
 import { ApiError } from "../../errors.ts";
-import type { HandlerMap } from "../../handlers/types.ts";
+import type { HandlerMap } from "../../pipeline/handler.ts";
 import type { Identity } from "../../policy/compile.ts";
 import type { ServerEnv, ServerState } from "../../state.ts";
 import { conflict, invalid, notFound } from "../errors.ts";

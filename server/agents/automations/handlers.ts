@@ -5,7 +5,7 @@
  */
 
 import type { AgentsId } from "../../endpoints.ts";
-import type { HandlerMap } from "../../handlers/types.ts";
+import type { HandlerMap } from "../../pipeline/handler.ts";
 import { automationsResourceHandlers } from "./automations_resource.ts";
 import { invocationsResourceHandlers } from "./invocations_resource.ts";
 

@@ -9,7 +9,7 @@
  */
 
 import type { AgentsId } from "../../endpoints.ts";
-import type { HandlerMap } from "../../handlers/types.ts";
+import type { HandlerMap } from "../../pipeline/handler.ts";
 import { notFound } from "../errors.ts";
 import { idempotentCreate, json } from "../idempotency.ts";
 import { listPage, PAGE_PARAMS, pageRequest } from "../pagination.ts";

@@ -7,7 +7,7 @@
  */
 
 import type { AgentsId } from "../../endpoints.ts";
-import type { HandlerMap } from "../../handlers/types.ts";
+import type { HandlerMap } from "../../pipeline/handler.ts";
 import { notFound } from "../errors.ts";
 import { newId, unixNow } from "../ids.ts";
 import { idempotentCreate, json, jsonText } from "../idempotency.ts";

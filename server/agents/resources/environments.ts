@@ -10,7 +10,7 @@
 
 import type { Context } from "hono";
 import type { AgentsId } from "../../endpoints.ts";
-import type { HandlerMap } from "../../handlers/types.ts";
+import type { HandlerMap } from "../../pipeline/handler.ts";
 import type { ServerEnv } from "../../state.ts";
 import { invalid, notFound } from "../errors.ts";
 import {

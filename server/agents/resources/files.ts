@@ -12,7 +12,7 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import type { Context } from "hono";
 import type { AgentsId } from "../../endpoints.ts";
-import type { HandlerMap } from "../../handlers/types.ts";
+import type { HandlerMap } from "../../pipeline/handler.ts";
 import { ApiError } from "../../errors.ts";
 import { collectYoungGarbage } from "../../files/memory.ts";
 import { multipartBoundary, readMultipart } from "../../files/multipart.ts";

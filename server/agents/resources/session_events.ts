@@ -15,7 +15,7 @@
  */
 
 import type { AgentsId } from "../../endpoints.ts";
-import type { HandlerMap } from "../../handlers/types.ts";
+import type { HandlerMap } from "../../pipeline/handler.ts";
 import { envelopeResponse, invalid } from "../errors.ts";
 import { idempotentCreate } from "../idempotency.ts";
 import { readJson } from "../request.ts";

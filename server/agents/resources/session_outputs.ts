@@ -6,7 +6,7 @@
  */
 
 import type { AgentsId } from "../../endpoints.ts";
-import type { HandlerMap } from "../../handlers/types.ts";
+import type { HandlerMap } from "../../pipeline/handler.ts";
 import { invalid, notFound } from "../errors.ts";
 import { json, jsonText } from "../idempotency.ts";
 import { listPage, PAGE_PARAMS, pageRequest } from "../pagination.ts";

@@ -7,7 +7,7 @@
  */
 
 import type { AgentsId } from "../../endpoints.ts";
-import type { HandlerMap } from "../../handlers/types.ts";
+import type { HandlerMap } from "../../pipeline/handler.ts";
 import { notFound } from "../errors.ts";
 import { json, jsonText } from "../idempotency.ts";
 import { listPage, listPageText, PAGE_PARAMS, pageRequest } from "../pagination.ts";

@@ -9,7 +9,7 @@
 
 import type { Context } from "hono";
 import type { AgentsId } from "../../endpoints.ts";
-import type { HandlerMap } from "../../handlers/types.ts";
+import type { HandlerMap } from "../../pipeline/handler.ts";
 import type { ServerEnv } from "../../state.ts";
 import { notFound } from "../errors.ts";
 import { json, jsonText } from "../idempotency.ts";

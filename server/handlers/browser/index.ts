@@ -18,7 +18,7 @@ import type { PageSession, Refusals } from "../../browser/session.ts";
 import { refusalError, UrlGuard } from "../../guards/urls/index.ts";
 import type { ServerEnv } from "../../state.ts";
 import { readBody } from "../../request.ts";
-import type { GroupHandlers } from "../types.ts";
+import type { GroupHandlers } from "../../pipeline/handler.ts";
 import type { BrowserId } from "../../endpoints.ts";
 import type { Page } from "puppeteer-core";
 import {

@@ -9,7 +9,7 @@ import { ApiError } from "../../errors.ts";
 import { z } from "zod";
 import { missingScope } from "../../policy/scopes.ts";
 import { readBody } from "../../request.ts";
-import type { GroupHandlers } from "../types.ts";
+import type { GroupHandlers } from "../../pipeline/handler.ts";
 import type { CommandsId } from "../../endpoints.ts";
 
 const ArgumentsBody = z.record(z.string(), z.unknown());

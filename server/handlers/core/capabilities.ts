@@ -13,7 +13,7 @@ import { missingScope } from "../../policy/scopes.ts";
 import type { ServerState } from "../../state.ts";
 import { SERVER_VERSION } from "../../version.ts";
 import { readBody } from "../../request.ts";
-import type { EndpointHandler } from "../types.ts";
+import type { EndpointHandler } from "../../pipeline/handler.ts";
 
 /**
  * A local sandbox started with `isolation: "none"` says so in every capabilities document: its

@@ -5,7 +5,7 @@
  */
 
 import type { CoreId } from "../../endpoints.ts";
-import type { GroupHandlers } from "../types.ts";
+import type { GroupHandlers } from "../../pipeline/handler.ts";
 import { capabilitiesDocument, checkCapability } from "./capabilities.ts";
 
 /** The core group's handlers. */

@@ -17,7 +17,7 @@ import { guardPath, resolveGuardedPath } from "../../guards/paths/resolve.ts";
 import { environmentStore } from "../../process/environment.ts";
 import { type CapturedRun, runCaptured } from "../../process/run.ts";
 import type { ServerEnv, ServerState } from "../../state.ts";
-import type { EndpointHandler } from "../types.ts";
+import type { EndpointHandler } from "../../pipeline/handler.ts";
 import { confinements } from "../../confine/confinement.ts";
 import type { Spawner } from "../../confine/spawner.ts";
 import { parseNumstat, parseStatus } from "./git_parse.ts";

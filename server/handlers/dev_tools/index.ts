@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { GroupHandlers } from "../types.ts";
+import type { GroupHandlers } from "../../pipeline/handler.ts";
 import type { DevToolsId } from "../../endpoints.ts";
 import { gitDiff, gitStatus } from "./git.ts";
 import { onFirstUse } from "../lazy.ts";

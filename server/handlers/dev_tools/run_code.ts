@@ -22,7 +22,7 @@ import { envRules, guardEnv } from "../../guards/env/index.ts";
 import type { ServerState } from "../../state.ts";
 import { readBody } from "../../request.ts";
 import { guardCwd, guardedEnvironment } from "../../process/start.ts";
-import type { EndpointHandler } from "../types.ts";
+import type { EndpointHandler } from "../../pipeline/handler.ts";
 
 /** What `action` can ask for; `run` is the default. */
 const ACTIONS = [

@@ -9,7 +9,7 @@
 
 import { fileSystemError } from "../../files/errors.ts";
 import type { FileOpsId } from "../../endpoints.ts";
-import type { EndpointHandler, GroupHandlers } from "../types.ts";
+import type { EndpointHandler, GroupHandlers } from "../../pipeline/handler.ts";
 import { archive } from "./archive.ts";
 import { deletePath } from "./delete.ts";
 import { download } from "./download.ts";

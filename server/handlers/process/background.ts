@@ -11,7 +11,7 @@ import { ApiError } from "../../errors.ts";
 import type { OutputChunk } from "../../process/output.ts";
 import { type ProcessEntry, processTable } from "../../process/table.ts";
 import type { ServerEnv } from "../../state.ts";
-import type { EndpointHandler } from "../types.ts";
+import type { EndpointHandler } from "../../pipeline/handler.ts";
 import { queryBool, querySeconds, readBody } from "../../request.ts";
 import { exitFields, spawnFailure, spawnRequest } from "../../process/start.ts";
 import { StartBody } from "./schemas.ts";

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { GroupHandlers } from "../types.ts";
+import type { GroupHandlers } from "../../pipeline/handler.ts";
 import type { ProcessId } from "../../endpoints.ts";
 import {
   processGet,

@@ -7,7 +7,7 @@
 
 import { exitFields, runToEnd, spawnRequest, spawnShell } from "../../process/start.ts";
 import type { ProcessEntry } from "../../process/table.ts";
-import type { EndpointHandler } from "../types.ts";
+import type { EndpointHandler } from "../../pipeline/handler.ts";
 import { readBody } from "../../request.ts";
 import { DEFAULT_MAX_OUTPUT, ShellBody } from "./schemas.ts";
 

@@ -13,7 +13,7 @@ import {
   MAX_ENV_TOTAL_BYTES,
 } from "../../guards/env/index.ts";
 import { environmentStore } from "../../process/environment.ts";
-import type { EndpointHandler } from "../types.ts";
+import type { EndpointHandler } from "../../pipeline/handler.ts";
 import { readBody } from "../../request.ts";
 
 const SetEnvBody = z.strictObject({ env: z.unknown().optional() });

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { GroupHandlers } from "../types.ts";
+import type { GroupHandlers } from "../../pipeline/handler.ts";
 import type { SystemId } from "../../endpoints.ts";
 import { getEnv, setEnv } from "./env.ts";
 import { info } from "./info.ts";

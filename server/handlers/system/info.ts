@@ -7,7 +7,7 @@
 import { toolOutput } from "../../process/run.ts";
 import type { ServerState, Service } from "../../state.ts";
 import { SERVER_VERSION } from "../../version.ts";
-import type { EndpointHandler } from "../types.ts";
+import type { EndpointHandler } from "../../pipeline/handler.ts";
 import { diskUsage, osRelease, parseMemInfo, parseUptime, procFiles, readText } from "./machine.ts";
 import { type SystemTools, systemTools } from "./tools.ts";
 

@@ -10,7 +10,7 @@
  * @module
  */
 
-import type { EndpointHandler } from "../types.ts";
+import type { EndpointHandler } from "../../pipeline/handler.ts";
 import { systemTools } from "./tools.ts";
 import { cpuUsageUs, parseLimits, readCgroup } from "./cgroup_limits.ts";
 import {

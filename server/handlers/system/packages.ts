@@ -8,7 +8,7 @@
 
 import { ApiError } from "../../errors.ts";
 import { toolOutput } from "../../process/run.ts";
-import type { EndpointHandler } from "../types.ts";
+import type { EndpointHandler } from "../../pipeline/handler.ts";
 import { readText } from "./machine.ts";
 import { type SystemTools, systemTools } from "./tools.ts";
 

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { EndpointHandler } from "../types.ts";
+import type { EndpointHandler } from "../../pipeline/handler.ts";
 import { procFiles } from "./machine.ts";
 import { socketOwners } from "./socket_owners.ts";
 import { type SystemTools, systemTools } from "./tools.ts";

@@ -10,7 +10,7 @@ import { ApiError } from "../../errors.ts";
 import type { EndReason, TerminalClient, TerminalExit } from "../../pty/session.ts";
 import type { Terminal } from "../../pty/session.ts";
 import type { WindowSize } from "../../pty/pair.ts";
-import type { EndpointHandler } from "../types.ts";
+import type { EndpointHandler } from "../../pipeline/handler.ts";
 import { ClientControl } from "./schema.ts";
 import { findTerminal } from "./lookup.ts";
 import { viewTerminal } from "./view.ts";

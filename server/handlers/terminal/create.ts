@@ -15,7 +15,7 @@ import { ApiError } from "../../errors.ts";
 import { TooManyTerminalsError } from "../../pty/manager.ts";
 import { readBody } from "../../request.ts";
 import { guardCwd } from "../../process/start.ts";
-import type { EndpointHandler } from "../types.ts";
+import type { EndpointHandler } from "../../pipeline/handler.ts";
 import { guardShell, shellEnvironment } from "./guards.ts";
 import { terminals } from "./lookup.ts";
 import { confinements } from "../../confine/confinement.ts";

@@ -6,7 +6,7 @@
  */
 
 import { ApiError } from "../../errors.ts";
-import type { GroupHandlers } from "../types.ts";
+import type { GroupHandlers } from "../../pipeline/handler.ts";
 import type { TerminalId } from "../../endpoints.ts";
 import { ptyConnect } from "./connect.ts";
 import { ptyCreate } from "./create.ts";

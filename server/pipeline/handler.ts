@@ -1,6 +1,8 @@
 /**
  * The shape every group's handlers share, so that `server/handlers/mod.ts` can put them together
- * and the endpoint table decides which ids have one.
+ * and the endpoint table decides which ids have one. It lives with the pipeline, which calls a
+ * handler as its last step, so a group's HTTP layer outside `server/handlers/` (the agents
+ * group's `server/agents/resources/`) needs nothing from that folder.
  *
  * A handler runs after the whole pipeline has admitted the request: `c.var.identity`,
  * `c.var.endpoint` and `c.var.state` are set. It throws {@linkcode ApiError} for refusals.
