@@ -1,10 +1,11 @@
 /**
  * The files generated from the endpoint table, so no list of endpoints is written twice:
  * `docs/endpoints.md` and the SDK's route map `sdk/client/routes.ts` (the SDK does not import
- * the server at run time, so it gets its own copy, as data).
+ * the server at run time, so it gets its own copy, as data); and the policy reference
+ * `docs/server/policy_reference.md`, from the policy schema (`scripts/policy_reference.ts`).
  *
  * Run `deno run -A scripts/generate_endpoint_files.ts` after changing `server/endpoints.ts` or
- * `server/endpoint_table/`. With `--check` it writes nothing and exits 1 when a file on disk
+ * `server/endpoint_table/` or the policy schema. With `--check` it writes nothing and exits 1 when a file on disk
  * differs from what it would write; `deno task check` runs it that way.
  *
  * @module
@@ -14,6 +15,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ENDPOINTS, GROUPS, OPT_IN_GROUPS } from "../server/endpoints.ts";
 import { groupSwitchName } from "../server/policy/compile.ts";
+import { renderPolicyReference } from "./policy_reference.ts";
 
 /** The repository's root directory. */
 const REPO_ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -88,6 +90,7 @@ export function generatedFiles(): { path: string; text: string }[] {
   return [
     { path: "docs/endpoints.md", text: renderEndpointDocs() },
     { path: "sdk/client/routes.ts", text: renderSdkRoutes() },
+    { path: "docs/server/policy_reference.md", text: renderPolicyReference() },
   ];
 }
 

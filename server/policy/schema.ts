@@ -128,7 +128,7 @@ export type PolicyNetwork = false | {
   hosts?: Record<string, string | string[]>;
 };
 
-/** The policy file, as parsed. Every key is optional; see the README for defaults. */
+/** The policy file, as parsed. Every key is optional; defaults: `docs/server/policy_reference.md`. */
 export interface PolicyFile {
   /** A named starting point: `standard` (default), `readonly`, `minimal`, `open`. */
   preset?: "standard" | "readonly" | "minimal" | "open";

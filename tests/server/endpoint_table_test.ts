@@ -25,10 +25,11 @@ Deno.test("the table has the contract's 118 endpoints in its group counts", () =
   assert.ok(ENDPOINTS.some((e) => e.id === "files_download_legacy" && e.path === "/download"));
 });
 
-Deno.test("docs/endpoints.md and sdk/client/routes.ts are generated from the table, current", async () => {
+Deno.test("docs/endpoints.md, sdk/client/routes.ts and the policy reference are generated, current", async () => {
   assert.deepEqual(generatedFiles().map((f) => f.path), [
     "docs/endpoints.md",
     "sdk/client/routes.ts",
+    "docs/server/policy_reference.md",
   ]);
   assert.deepEqual(await staleFiles(), [], "run: deno run -A scripts/generate_endpoint_files.ts");
   const check = await new Deno.Command(Deno.execPath(), {
