@@ -11,7 +11,14 @@
  * in `MemAvailable` over 20 of them (goal < 40 MiB; other programs on the machine move it too);
  * and 20 creates at once against one alone (goal: p99 < 4× the single p50).
  *
- * `deno run -A scripts/bench/sandbox.ts [--runs 20] [--only cold|warm|memory|burst]`
+ * And the cost of the sizes (`sizes`, issue 25), each against its baseline in the same run:
+ * create-to-first-command with limits on (a cgroup with the default sizes and a 2048 MiB disk
+ * image) against `new LocalProvider({ limits: false })`, interleaved (goal: within 10%);
+ * `pause()` + `resume()` of a running sandbox (freeze and thaw of its cgroup); a neighbour's
+ * `/health` p99 through its gateway while one sandbox runs a fork bomb and another allocates past
+ * its memory in a loop (both `cpu: 1`), against the same neighbour with both idle (goal: 3x).
+ *
+ * `deno run -A scripts/bench/sandbox.ts [--runs 20] [--only cold|warm|memory|burst|sizes]`
  *
  * @module
  */
@@ -66,6 +73,97 @@ async function sandboxRun(): Promise<{ total: number; create: number; first: num
   } finally {
     await sandbox.kill();
   }
+}
+
+/** Create-to-first-command of one sandbox of `provider`, in ms. */
+async function firstCommand(provider: LocalProvider): Promise<number> {
+  const t0 = performance.now();
+  await using sandbox = await Sandbox.create({ provider, timeout: 120 });
+  const r = await sandbox.commands.run("true");
+  if (r.exitCode !== 0) throw new Error(`true failed: ${r.stderr}`);
+  return performance.now() - t0;
+}
+
+/** `/health` latencies of `sandbox` through its gateway, `n` in a row, in ms. */
+async function healthLatencies(sandbox: Sandbox, n: number): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    if (!(await sandbox.server.health())) throw new Error("the neighbour did not answer");
+    out.push(performance.now() - t0);
+  }
+  return out;
+}
+
+/** The sizes' costs (see the module doc); prints them and returns the three ratios. */
+export async function sizes(runs: number): Promise<void> {
+  const on = new LocalProvider();
+  const off = new LocalProvider({ limits: false });
+  const limitsOn: number[] = [];
+  const limitsOff: number[] = [];
+  for (let i = 0; i < WARMUP + runs; i++) {
+    const a = await firstCommand(on);
+    const b = await firstCommand(off);
+    if (i < WARMUP) continue;
+    limitsOn.push(a);
+    limitsOff.push(b);
+  }
+  const pauses: number[] = [];
+  {
+    await using sandbox = await Sandbox.create({ provider: on, timeout: 300 });
+    await sandbox.commands.start("while :; do sleep 0.01; done", { timeout: 0 });
+    for (let i = 0; i < WARMUP + runs; i++) {
+      const t0 = performance.now();
+      await sandbox.pause();
+      await sandbox.resume();
+      if (i >= WARMUP) pauses.push(performance.now() - t0);
+    }
+  }
+  await using neighbour = await Sandbox.create({ provider: on, timeout: 300 });
+  await using bomb = await Sandbox.create({ provider: on, timeout: 300, cpu: 1 });
+  await using hog = await Sandbox.create({ provider: on, timeout: 300, cpu: 1, memory: 256 });
+  const n = 40 * runs;
+  await healthLatencies(neighbour, 50);
+  const idle = await healthLatencies(neighbour, n);
+  await bomb.commands.start("bomb() { bomb | bomb & }; bomb; sleep 600", { timeout: 0 });
+  await hog.commands.start(
+    "while :; do python3 -c 'b = b\"x\" * (1 << 30)'; done",
+    { timeout: 0 },
+  );
+  await new Promise((r) => setTimeout(r, 2000)); // the bomb reaches its limit
+  const loaded = await healthLatencies(neighbour, n);
+  const bombed = await bomb.getMetrics();
+  const hogged = await hog.getMetrics();
+  const ms = (v: number[], p: number) => `${percentile(v, p).toFixed(1)} ms`;
+  const created = percentile(limitsOn, 0.5) / percentile(limitsOff, 0.5);
+  const health = percentile(loaded, 0.99) / percentile(idle, 0.99);
+  console.log(`\nsizes (issue 25), runs: ${runs}, interleaved, on a shared machine`);
+  console.log(
+    `create to first command, limits on   p50 ${ms(limitsOn, 0.5)}, p90 ${ms(limitsOn, 0.9)}`,
+  );
+  console.log(
+    `create to first command, limits off  p50 ${ms(limitsOff, 0.5)}, p90 ${ms(limitsOff, 0.9)}`,
+  );
+  console.log(
+    `ratio on / off (p50) ${created.toFixed(3)}; goal within 10%: ${
+      created <= 1.1 ? "met" : "NOT met"
+    }`,
+  );
+  console.log(
+    `pause() + resume()                   p50 ${ms(pauses, 0.5)}, p90 ${ms(pauses, 0.9)}`,
+  );
+  console.log(
+    `neighbour /health, both idle         p50 ${ms(idle, 0.5)}, p99 ${ms(idle, 0.99)} (${n} calls)`,
+  );
+  console.log(
+    `neighbour /health, bomb + OOM loop   p50 ${ms(loaded, 0.5)}, p99 ${ms(loaded, 0.99)} ` +
+      `(bomb at ${bombed.processes}/${bombed.processLimit} processes, ${hogged.oomKills} OOM kills)`,
+  );
+  console.log(
+    `ratio p99 loaded / idle ${health.toFixed(2)}; goal within 3x: ${
+      health <= 3 ? "met" : "NOT met"
+    }`,
+  );
 }
 
 /** Run the benchmark; returns the p50 ratio sandbox / bare server. */
@@ -241,6 +339,7 @@ const SECTIONS: Record<string, (runs: number) => Promise<void>> = {
   warm: warmClaims,
   memory: idleMemory,
   burst,
+  sizes,
 };
 
 if (import.meta.main) await main();

@@ -9,8 +9,9 @@
  *
  * - `creating`: the provider is starting it.
  * - `running`: it answers.
- * - `paused`: every process in it is stopped (SIGSTOP under the local provider); its lifetime
- *   keeps counting.
+ * - `paused`: every process in it is frozen (its cgroup's freezer under the local provider) and
+ *   its lifetime does not run down; its files are kept even if its host restarts (processes are
+ *   not: `resume` then starts a fresh server on them).
  * - `stopping`: a kill is under way.
  * - `stopped`: killed, or its lifetime ran out; nothing of it is left.
  * - `error`: it failed to start or its server died; it is being cleaned up.

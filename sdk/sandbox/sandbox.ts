@@ -318,7 +318,10 @@ export class Sandbox implements AsyncDisposable {
     return this.status === "running" && (await this.server.health());
   }
 
-  /** Stop every process in the sandbox; its lifetime keeps counting. */
+  /**
+   * Freeze every process in the sandbox (children forked meanwhile too); its lifetime stops
+   * running down until `resume()`.
+   */
   async pause(): Promise<void> {
     await this.#provider.pause(this.id);
     await this.refreshInfo();
@@ -352,7 +355,10 @@ export class Sandbox implements AsyncDisposable {
     return events.some((e) => e.type === "oom_kill" && e.at.getTime() >= since.getTime());
   }
 
-  /** Continue a paused sandbox. */
+  /**
+   * Continue a paused sandbox; one whose host or supervisor went away while it was paused starts
+   * afresh on its kept files (its processes did not survive).
+   */
   async resume(): Promise<void> {
     await this.#provider.resume(this.id);
     await this.refreshInfo();

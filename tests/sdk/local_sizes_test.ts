@@ -246,3 +246,82 @@ Deno.test({
     assert.equal(m.diskTotal, null);
   },
 });
+
+Deno.test({
+  name: "a pause stops the lifetime's clock; resume gives back what was left",
+  ignore,
+  fn: async () => {
+    await using sandbox = await Sandbox.create({ timeout: 3 });
+    await sandbox.pause();
+    await new Promise((r) => setTimeout(r, 4000)); // past the 3 s it had
+    const listed = (await Sandbox.list()).find((i) => i.sandboxId === sandbox.id);
+    assert.equal(listed?.status, "paused", "a paused sandbox's lifetime ran down");
+    await sandbox.resume();
+    const left = sandbox.info.endAt!.getTime() - Date.now();
+    assert.ok(left > 1000 && left <= 3000, `${left} ms left after resume`);
+    assert.ok(await holdsWithin(async () => !(await sandbox.isRunning()), 10), "never ended");
+  },
+});
+
+Deno.test({
+  name: "a paused sandbox's files survive a SIGKILL of its supervisor; resume starts it afresh",
+  ignore,
+  fn: async () => {
+    await using sandbox = await Sandbox.create({ timeout: 120 });
+    const dir = `${home}/sandboxes/${sandbox.id}`;
+    await sandbox.files.write("notes/keep.txt", "kept across the restart");
+    await sandbox.commands.start("sleep 600", { timeout: 0 });
+    await sandbox.pause();
+    const state = JSON.parse(Deno.readTextFileSync(`${dir}/state.json`));
+    Deno.kill(state.supervisor.pid, "SIGKILL");
+    // The next look (any process's) finds it: its frozen processes are ended, its files kept,
+    // and it is listed as paused.
+    const listed = (await Sandbox.list()).find((i) => i.sandboxId === sandbox.id);
+    assert.equal(listed?.status, "paused");
+    assert.ok(
+      await holdsWithin(() => processesMentioning(`${dir}/`).length === 0),
+      "processes left",
+    );
+    for (const d of Object.values(state.cgroup.dirs) as string[]) {
+      assert.throws(() => Deno.statSync(d), `cgroup ${d} left`);
+    }
+    assert.ok(!Deno.readTextFileSync("/proc/self/mountinfo").includes(`${dir}/disk`));
+    // ... and resumed: a fresh server on the same files, at the same address.
+    await sandbox.resume();
+    assert.equal(sandbox.status, "running");
+    assert.equal(await sandbox.files.read("notes/keep.txt"), "kept across the restart");
+    const r = await sandbox.commands.run(
+      "cat notes/keep.txt; ps -e -o comm= | grep -c '^sleep$' || true",
+    );
+    assert.equal(r.stdout, "kept across the restart0\n", "processes do not survive");
+    const again = await Sandbox.connect(sandbox.id);
+    assert.equal((await again.commands.run("echo hi")).stdout, "hi\n");
+    await sandbox.kill();
+    assert.throws(() => Deno.statSync(dir), "a killed sandbox leaves nothing on disk");
+  },
+});
+
+Deno.test({
+  name: "a dormant sandbox: connect() wakes it, kill() removes it",
+  ignore,
+  fn: async () => {
+    await using sandbox = await Sandbox.create({ timeout: 120 });
+    const dir = `${home}/sandboxes/${sandbox.id}`;
+    await sandbox.files.write("a.txt", "a");
+    await sandbox.pause();
+    const { supervisor } = JSON.parse(Deno.readTextFileSync(`${dir}/state.json`));
+    Deno.kill(supervisor.pid, "SIGKILL");
+    const woken = await Sandbox.connect(sandbox.id);
+    assert.equal(woken.status, "running");
+    assert.equal(await woken.files.read("a.txt"), "a");
+    await woken.pause();
+    const again = JSON.parse(Deno.readTextFileSync(`${dir}/state.json`));
+    Deno.kill(again.supervisor.pid, "SIGKILL");
+    assert.ok(
+      await holdsWithin(() => !processesMentioning(`${dir}/`).includes(again.supervisor.pid)),
+    );
+    assert.equal(await Sandbox.killById(sandbox.id), true);
+    assert.ok(await holdsWithin(() => processesMentioning(`${dir}/`).length === 0));
+    assert.throws(() => Deno.statSync(dir), "nothing on disk");
+  },
+});

@@ -62,6 +62,8 @@ export interface GatewayOptions {
   sandboxId: string;
   /** The port a request goes to when it names none. */
   defaultPort: number;
+  /** The loopback port to listen on when it is free (a woken sandbox keeps its URLs); else any. */
+  port?: number;
   /** The access token (`X-Access-Token`), or null (not secure: no credential needed). */
   accessToken: string | null;
   /** The gateway's own token (`X-Sandbar-Gateway`), accepted in place of the access token. */
@@ -278,7 +280,13 @@ async function handle(conn: Deno.TcpConn, options: GatewayOptions): Promise<void
  * ```
  */
 export function startGateway(options: GatewayOptions): Gateway {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  let listener: Deno.TcpListener;
+  try {
+    listener = Deno.listen({ hostname: "127.0.0.1", port: options.port ?? 0 });
+  } catch (e) {
+    if (!options.port || !(e instanceof Deno.errors.AddrInUse)) throw e;
+    listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  }
   if (options.unref) listener.unref();
   const open = new Set<Deno.TcpConn>();
   (async () => {

@@ -28,7 +28,7 @@ import type {
   SandboxProvider,
 } from "../types.ts";
 import { cgroupRef, cgroupSupport, killAll, removeCgroup } from "./cgroup.ts";
-import { diskSupport, prepareDisk, removeSandboxFiles } from "./disk.ts";
+import { diskSupport, mountImage, prepareDisk, removeSandboxFiles, unmount } from "./disk.ts";
 import {
   controlCall,
   type ControlRequest,
@@ -414,9 +414,10 @@ export class LocalProvider implements SandboxProvider {
    * that is there but slow to answer counts as alive). A dead one's leftovers are removed.
    */
   async #alive(dir: SandboxDir, state: LocalState): Promise<boolean> {
+    if (state.dormant) return true; // paused, its files kept, no process
     if (!state.supervisor) {
       // Still starting: its supervisor has not recorded itself yet.
-      const age = Date.now() - Date.parse(state.createdAt);
+      const age = Date.now() - Date.parse(state.wokenAt ?? state.createdAt);
       if (age < (state.startTimeout + 10) * 1000) return true;
     } else {
       try {
@@ -427,19 +428,62 @@ export class LocalProvider implements SandboxProvider {
       }
     }
     // The supervisor is gone; bubblewrap's --die-with-parent took the sandbox with it (and what
-    // left its tree is still in its cgroup).
+    // left its tree is still in its cgroup; frozen, when it was paused).
     killTree(state.supervisor);
     killTree(state.sandbox);
     if (state.cgroup) {
       await killAll(state.cgroup).catch(() => {});
       removeCgroup(state.cgroup);
     }
+    if (state.status === "paused" && !state.pool) {
+      // A paused sandbox's files outlive its supervisor (and the host): kept, shown as paused.
+      await unmount(dir.disk).catch(() => {});
+      const kept: LocalState = { ...state, dormant: true, previousPorts: state.ports };
+      for (const key of ["supervisor", "sandbox", "ports", "upstream", "capabilities"] as const) {
+        delete kept[key];
+      }
+      await writeState(dir, kept);
+      Object.assign(state, kept);
+      for (const key of ["supervisor", "sandbox", "ports", "upstream"] as const) delete state[key];
+      return true;
+    }
     await removeSandboxFiles(dir).catch(() => {});
     return false;
   }
 
+  /**
+   * Start a dormant sandbox again: a new supervisor and a fresh server on its files (its disk
+   * mounted again, the server's tokens where its launch reads them). Its processes did not
+   * survive; its lifetime resumes with what was left at the pause.
+   */
+  async #wake(dir: SandboxDir, state: LocalState): Promise<void> {
+    if (state.resources.disk !== null) await mountImage(dir.image, dir.disk);
+    if (state.isolation === "bwrap") {
+      await writeAtomic(join(dir.run, "server_token"), `${state.serverToken}\n`, 0o600);
+      await writeAtomic(join(dir.run, "access_token"), `${state.accessToken}\n`, 0o600);
+    }
+    await writeState(dir, { ...state, wokenAt: new Date().toISOString() });
+    const source = packageSource();
+    const supervisor = spawnSupervisor(
+      source.module("sdk/providers/local/supervisor.ts"),
+      source.runFlags,
+      [dir.path],
+    );
+    const signal = await readySignal(supervisor, (state.startTimeout + 5) * 1000);
+    if (signal.event !== "ready") {
+      throw new SandboxError(`Sandbox ${state.id} did not start again: ${signal.message}`);
+    }
+  }
+
+  /** The sandbox, woken first when it is dormant. */
+  async #awake(sandboxId: string): Promise<void> {
+    const { dir, state } = await this.#live(sandboxId);
+    if (state.dormant) await this.#wake(dir, state);
+  }
+
   /** The sandbox's info and addresses. */
   async connect(sandboxId: string): Promise<SandboxHandle> {
+    await this.#awake(sandboxId);
     return handleOf(await this.#waitPorts(sandboxId));
   }
 
@@ -475,7 +519,14 @@ export class LocalProvider implements SandboxProvider {
   }
 
   async #control(sandboxId: string, request: ControlRequest) {
-    const { dir } = await this.#live(sandboxId);
+    const { dir, state } = await this.#live(sandboxId);
+    if (state.dormant) {
+      throw new SandboxError(
+        `Sandbox ${sandboxId} is paused with no process left (its supervisor ended); its files ` +
+          "are kept",
+        { suggestion: "Call resume() (or connect()) to start a fresh server on its files." },
+      );
+    }
     let answer;
     try {
       answer = await controlCall(dir.controlSocket, request);
@@ -498,6 +549,10 @@ export class LocalProvider implements SandboxProvider {
       throw e;
     }
     const { dir, state } = live;
+    if (state.dormant) {
+      await removeSandboxFiles(dir);
+      return true;
+    }
     try {
       await controlCall(dir.controlSocket, { op: "kill" }, 30_000);
     } catch (e) {
@@ -566,16 +621,32 @@ export class LocalProvider implements SandboxProvider {
 
   /** Make the lifetime end `timeout` seconds from now. */
   async setTimeout(sandboxId: string, timeout: number): Promise<void> {
+    const { dir, state } = await this.#live(sandboxId);
+    if (state.dormant) {
+      const endAt = new Date(Date.now() + timeout * 1000).toISOString();
+      await writeState(dir, { ...state, endAt, pausedRemainingMs: timeout * 1000 });
+      return;
+    }
     await this.#control(sandboxId, { op: "set_timeout", seconds: timeout });
   }
 
-  /** Freeze every process of the sandbox (its cgroup; SIGSTOP without one). */
+  /**
+   * Freeze every process of the sandbox (its cgroup; SIGSTOP without one). The lifetime stops
+   * running down until `resume`.
+   */
   async pause(sandboxId: string): Promise<void> {
+    const { state } = await this.#live(sandboxId);
+    if (state.dormant) return; // paused already
     await this.#control(sandboxId, { op: "pause" });
   }
 
-  /** Continue a paused sandbox (thaw its cgroup). */
+  /**
+   * Continue a paused sandbox (thaw its cgroup), or start a fresh server on a dormant one's files
+   * (one whose supervisor ended while it was paused).
+   */
   async resume(sandboxId: string): Promise<void> {
+    const { dir, state } = await this.#live(sandboxId);
+    if (state.dormant) return await this.#wake(dir, state);
     await this.#control(sandboxId, { op: "resume" });
   }
 

@@ -52,6 +52,20 @@ export interface LocalState {
   resources: { cpu: number | null; memory: number | null; disk: number | null };
   /** The process limit in force (the cgroup's `pids.max`), or null. */
   pids?: number | null;
+  /**
+   * While paused, the lifetime left (ms): a pause stops the clock, and `resume` sets `endAt` to
+   * now plus this.
+   */
+  pausedRemainingMs?: number;
+  /**
+   * Set when its supervisor ended while it was paused: its processes are gone, its files kept;
+   * `resume` or `connect` starts a fresh server on them.
+   */
+  dormant?: boolean;
+  /** A dormant sandbox's gateway ports, taken again on waking where they are free. */
+  previousPorts?: { http: number; pty: number };
+  /** When it was last woken from dormancy (its new supervisor's start), ISO 8601. */
+  wokenAt?: string;
   /** Its cgroup, when the host gives sandboxes one. */
   cgroup?: CgroupRef;
   /** What happened to it that a caller may want to know (OOM kills), oldest first, bounded. */

@@ -120,7 +120,24 @@ class Supervisor {
     if (this.state.cgroup) await freeze(this.state.cgroup, to === "paused");
     else signalTree(this.treeRoot, signal);
     this.state.status = to;
+    // A pause stops the lifetime's clock (as E2B's does); a resume starts it again.
+    if (to === "paused") {
+      this.state.pausedRemainingMs = Math.max(0, Date.parse(this.state.endAt) - Date.now());
+      if (this.timer !== undefined) clearTimeout(this.timer);
+      this.timer = undefined;
+    } else {
+      this.resumeClock();
+      this.armTimer();
+    }
     await this.save();
+  }
+
+  /** The lifetime left at the pause, from now. */
+  resumeClock(): void {
+    const left = this.state.pausedRemainingMs;
+    if (left === undefined) return;
+    this.state.endAt = new Date(Date.now() + left).toISOString();
+    delete this.state.pausedRemainingMs;
   }
 
   /** The last CPU samples: [time ms, CPU µs]. */
@@ -205,7 +222,8 @@ class Supervisor {
           return { ok: false, error: `timeout must be an integer from 1 to ${MAX_TIMEOUT}` };
         }
         this.state.endAt = new Date(Date.now() + s * 1000).toISOString();
-        this.armTimer();
+        if (this.state.status === "paused") this.state.pausedRemainingMs = s * 1000;
+        else this.armTimer();
         await this.save();
         return ok();
       }
@@ -387,6 +405,12 @@ async function main(path: string): Promise<number> {
     return 1;
   }
   const sup = new Supervisor(dir, state);
+  if (state.dormant) {
+    // Woken after its supervisor ended during a pause: a fresh start on the same files.
+    delete state.dormant;
+    state.status = "creating";
+    sup.resumeClock();
+  }
   if (state.isolation === "none") becomeSubreaper();
   if (state.isolation === "bwrap") {
     // Before the sandbox exists: the relay's key, and the socket it will connect to.
@@ -485,8 +509,19 @@ async function main(path: string): Promise<number> {
     const accessToken = state.secure ? state.accessToken : null;
     const gatewayToken = state.secure ? state.gatewayToken ?? null : null;
     const dial = (port: number) => sup.dial(port);
+    const before = state.previousPorts; // a woken sandbox keeps its URLs where it can
+    delete state.previousPorts;
     for (const defaultPort of [9000, 9001]) {
-      const options = { sandboxId: state.id, defaultPort, accessToken, gatewayToken, dial, refuse };
+      const port = defaultPort === 9000 ? before?.http : before?.pty;
+      const options = {
+        sandboxId: state.id,
+        defaultPort,
+        port,
+        accessToken,
+        gatewayToken,
+        dial,
+        refuse,
+      };
       sup.gatewayOptions.push(options);
       sup.gateways.push(startGateway(options));
     }
