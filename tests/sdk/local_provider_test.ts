@@ -109,14 +109,14 @@ Deno.test("list, connect and kill work from another process", async () => {
 
 Deno.test("the lifetime ends the sandbox after the creating process has exited", async () => {
   const id = await runChild(`
-    const sandbox = await sdk.Sandbox.create({ timeout: 3 });
+    const sandbox = await sdk.Sandbox.create({ timeout: 6 });
     console.log(sandbox.id);
   `);
   // The creator is gone; the sandbox lives on until its lifetime ends.
   const alive = await Sandbox.connect(id);
   assert.equal((await alive.commands.run("echo still here")).stdout, "still here\n");
   assert.ok((await Sandbox.list()).some((i) => i.sandboxId === id));
-  assert.ok(await holdsWithin(() => !sandboxDirs(home).includes(id), 20), "not gone in time");
+  assert.ok(await holdsWithin(() => !sandboxDirs(home).includes(id), 25), "not gone in time");
   await assertNothingLeft(home, id);
   assert.ok(!(await Sandbox.list()).some((i) => i.sandboxId === id));
 });
