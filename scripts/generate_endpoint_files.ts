@@ -5,7 +5,7 @@
  * `docs/server/policy_reference.md`, from the policy schema (`scripts/policy_reference.ts`).
  *
  * Run `deno run -A scripts/generate_endpoint_files.ts` after changing `server/endpoints.ts` or
- * `server/endpoint_table/` or the policy schema. With `--check` it writes nothing and exits 1 when a file on disk
+ * the policy schema. With `--check` it writes nothing and exits 1 when a file on disk
  * differs from what it would write; `deno task check` runs it that way.
  *
  * @module

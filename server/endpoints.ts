@@ -14,10 +14,6 @@
  * @module
  */
 
-import { AGENTS_ROWS, type AgentsId } from "./endpoint_table/agents.ts";
-
-export type { AgentsId } from "./endpoint_table/agents.ts";
-
 /** The nine endpoint groups. A group name is an alias for its endpoint ids in the policy. */
 export type EndpointGroup =
   | "core"
@@ -85,6 +81,9 @@ export const GROUP_SIZES: Readonly<Record<EndpointGroup, number>> = {
 
 const GiB = 1024 * 1024 * 1024;
 
+/** Uploads to `POST /v1/files` are streamed to disk, so they may be larger than a JSON body. */
+const FILE_UPLOAD_LIMIT = { body_bytes: 512 * 1024 * 1024 };
+
 type Row<Id extends string = string> = readonly [
   id: Id,
   method: EndpointMethod,
@@ -95,7 +94,7 @@ type Row<Id extends string = string> = readonly [
 ];
 
 /**
- * The table's rows by group (the agents group's are {@linkcode AGENTS_ROWS}): id, method, path,
+ * The table's rows by group, the agents group's 70 `/v1/` rows with the rest: id, method, path,
  * scopes, summary and default limits. Declared `as const` so every id is a literal type: the
  * handler maps are typed by them, and a misspelled or missing handler fails the type check
  * instead of answering unimplemented. {@linkcode ENDPOINTS} is the expanded form.
@@ -175,11 +174,421 @@ export const ENDPOINT_ROWS = {
     ["browser_pdf", "POST", "/browser/pdf", ["browser:use"], "PDF of the page"],
     ["browser_console", "GET", "/browser/console", ["browser:use"], "Console since last call"],
   ],
-} as const satisfies Readonly<Record<Exclude<EndpointGroup, "agents">, readonly Row[]>>;
+  agents: [
+    ["agents_create", "POST", "/v1/agents", ["agents:write"], "OpenAI Agents API: POST /v1/agents"],
+    [
+      "agents_retrieve",
+      "GET",
+      "/v1/agents/:agent_id",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/agents/:agent_id",
+    ],
+    [
+      "agents_update",
+      "POST",
+      "/v1/agents/:agent_id",
+      ["agents:write"],
+      "OpenAI Agents API: POST /v1/agents/:agent_id",
+    ],
+    ["agents_list", "GET", "/v1/agents", ["agents:read"], "OpenAI Agents API: GET /v1/agents"],
+    [
+      "agents_delete",
+      "DELETE",
+      "/v1/agents/:agent_id",
+      ["agents:write"],
+      "OpenAI Agents API: DELETE /v1/agents/:agent_id",
+    ],
+    [
+      "agents_sessions_create",
+      "POST",
+      "/v1/agents/sessions",
+      ["agents:write"],
+      "OpenAI Agents API: POST /v1/agents/sessions",
+    ],
+    [
+      "agents_sessions_retrieve",
+      "GET",
+      "/v1/agents/sessions/:session_id",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/agents/sessions/:session_id",
+    ],
+    [
+      "agents_sessions_update",
+      "POST",
+      "/v1/agents/sessions/:session_id",
+      ["agents:write"],
+      "OpenAI Agents API: POST /v1/agents/sessions/:session_id",
+    ],
+    [
+      "agents_sessions_list",
+      "GET",
+      "/v1/agents/sessions",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/agents/sessions",
+    ],
+    [
+      "agents_sessions_delete",
+      "DELETE",
+      "/v1/agents/sessions/:session_id",
+      ["agents:write"],
+      "OpenAI Agents API: DELETE /v1/agents/sessions/:session_id",
+    ],
+    ["agents_sessions_events_create", "POST", "/v1/agents/sessions/:session_id/events", [
+      "agents:write",
+    ], "OpenAI Agents API: POST /v1/agents/sessions/:session_id/events"],
+    ["agents_sessions_events_stream", "GET", "/v1/agents/sessions/:session_id/events", [
+      "agents:read",
+    ], "OpenAI Agents API: GET /v1/agents/sessions/:session_id/events"],
+    [
+      "agents_sessions_items_list",
+      "GET",
+      "/v1/agents/sessions/:session_id/items",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/agents/sessions/:session_id/items",
+    ],
+    [
+      "agents_sessions_turns_list",
+      "GET",
+      "/v1/agents/sessions/:session_id/turns",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/agents/sessions/:session_id/turns",
+    ],
+    ["agents_sessions_turns_retrieve", "GET", "/v1/agents/sessions/:session_id/turns/:turn_id", [
+      "agents:read",
+    ], "OpenAI Agents API: GET /v1/agents/sessions/:session_id/turns/:turn_id"],
+    [
+      "agents_sessions_turns_items_list",
+      "GET",
+      "/v1/agents/sessions/:session_id/turns/:turn_id/items",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/agents/sessions/:session_id/turns/:turn_id/items",
+    ],
+    ["agents_sessions_subagents_list", "GET", "/v1/agents/sessions/:session_id/subagents", [
+      "agents:read",
+    ], "OpenAI Agents API: GET /v1/agents/sessions/:session_id/subagents"],
+    [
+      "agents_sessions_subagents_retrieve",
+      "GET",
+      "/v1/agents/sessions/:session_id/subagents/:subagent_id",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/agents/sessions/:session_id/subagents/:subagent_id",
+    ],
+    [
+      "agents_sessions_subagents_items_list",
+      "GET",
+      "/v1/agents/sessions/:session_id/subagents/:subagent_id/items",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/agents/sessions/:session_id/subagents/:subagent_id/items",
+    ],
+    [
+      "agents_sessions_subagents_turns_list",
+      "GET",
+      "/v1/agents/sessions/:session_id/subagents/:subagent_id/turns",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/agents/sessions/:session_id/subagents/:subagent_id/turns",
+    ],
+    [
+      "agents_sessions_subagents_turns_retrieve",
+      "GET",
+      "/v1/agents/sessions/:session_id/subagents/:subagent_id/turns/:turn_id",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/agents/sessions/:session_id/subagents/:subagent_id/turns/:turn_id",
+    ],
+    [
+      "agents_sessions_subagents_turns_items_list",
+      "GET",
+      "/v1/agents/sessions/:session_id/subagents/:subagent_id/turns/:turn_id/items",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/agents/sessions/:session_id/subagents/:subagent_id/turns/:turn_id/items",
+    ],
+    ["agents_sessions_traces_list", "GET", "/v1/agents/sessions/:session_id/traces", [
+      "agents:read",
+    ], "OpenAI Agents API: GET /v1/agents/sessions/:session_id/traces"],
+    ["agents_sessions_artifacts_list", "GET", "/v1/agents/sessions/:session_id/artifacts", [
+      "agents:read",
+    ], "OpenAI Agents API: GET /v1/agents/sessions/:session_id/artifacts"],
+    [
+      "agents_sessions_artifacts_retrieve",
+      "GET",
+      "/v1/agents/sessions/:session_id/artifacts/:artifact_id",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/agents/sessions/:session_id/artifacts/:artifact_id",
+    ],
+    [
+      "agents_sessions_artifacts_delete",
+      "DELETE",
+      "/v1/agents/sessions/:session_id/artifacts/:artifact_id",
+      ["agents:write"],
+      "OpenAI Agents API: DELETE /v1/agents/sessions/:session_id/artifacts/:artifact_id",
+    ],
+    [
+      "agents_sessions_artifacts_content",
+      "GET",
+      "/v1/agents/sessions/:session_id/artifacts/:artifact_id/content",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/agents/sessions/:session_id/artifacts/:artifact_id/content",
+    ],
+    [
+      "agents_environments_create",
+      "POST",
+      "/v1/agents/environments",
+      ["agents:write"],
+      "OpenAI Agents API: POST /v1/agents/environments",
+    ],
+    ["agents_environments_retrieve", "GET", "/v1/agents/environments/:environment_id", [
+      "agents:read",
+    ], "OpenAI Agents API: GET /v1/agents/environments/:environment_id"],
+    [
+      "agents_environments_list",
+      "GET",
+      "/v1/agents/environments",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/agents/environments",
+    ],
+    ["agents_environments_files_create", "POST", "/v1/agents/environments/:environment_id/files", [
+      "agents:write",
+    ], "OpenAI Agents API: POST /v1/agents/environments/:environment_id/files"],
+    ["agents_environments_files_list", "GET", "/v1/agents/environments/:environment_id/files", [
+      "agents:read",
+    ], "OpenAI Agents API: GET /v1/agents/environments/:environment_id/files"],
+    ["agents_environments_templates_create", "POST", "/v1/agents/environments/templates", [
+      "agents:write",
+    ], "OpenAI Agents API: POST /v1/agents/environments/templates"],
+    [
+      "agents_environments_templates_retrieve",
+      "GET",
+      "/v1/agents/environments/templates/:environment_template_id",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/agents/environments/templates/:environment_template_id",
+    ],
+    [
+      "agents_environments_templates_update",
+      "POST",
+      "/v1/agents/environments/templates/:environment_template_id",
+      ["agents:write"],
+      "OpenAI Agents API: POST /v1/agents/environments/templates/:environment_template_id",
+    ],
+    ["agents_environments_templates_list", "GET", "/v1/agents/environments/templates", [
+      "agents:read",
+    ], "OpenAI Agents API: GET /v1/agents/environments/templates"],
+    [
+      "agents_environments_templates_delete",
+      "DELETE",
+      "/v1/agents/environments/templates/:environment_template_id",
+      ["agents:write"],
+      "OpenAI Agents API: DELETE /v1/agents/environments/templates/:environment_template_id",
+    ],
+    [
+      "agents_automations_create",
+      "POST",
+      "/v1/agents/automations",
+      ["agents:write"],
+      "OpenAI Agents API: POST /v1/agents/automations",
+    ],
+    [
+      "agents_automations_retrieve",
+      "GET",
+      "/v1/agents/automations/:automation_id",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/agents/automations/:automation_id",
+    ],
+    [
+      "agents_automations_update",
+      "POST",
+      "/v1/agents/automations/:automation_id",
+      ["agents:write"],
+      "OpenAI Agents API: POST /v1/agents/automations/:automation_id",
+    ],
+    [
+      "agents_automations_list",
+      "GET",
+      "/v1/agents/automations",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/agents/automations",
+    ],
+    ["agents_automations_delete", "DELETE", "/v1/agents/automations/:automation_id", [
+      "agents:write",
+    ], "OpenAI Agents API: DELETE /v1/agents/automations/:automation_id"],
+    ["agents_automations_pause", "POST", "/v1/agents/automations/:automation_id/pause", [
+      "agents:write",
+    ], "OpenAI Agents API: POST /v1/agents/automations/:automation_id/pause"],
+    ["agents_automations_resume", "POST", "/v1/agents/automations/:automation_id/resume", [
+      "agents:write",
+    ], "OpenAI Agents API: POST /v1/agents/automations/:automation_id/resume"],
+    [
+      "agents_automations_invocations_create",
+      "POST",
+      "/v1/agents/automations/:automation_id/invocations",
+      ["agents:write"],
+      "OpenAI Agents API: POST /v1/agents/automations/:automation_id/invocations",
+    ],
+    [
+      "agents_automations_invocations_retrieve",
+      "GET",
+      "/v1/agents/automations/:automation_id/invocations/:invocation_id",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/agents/automations/:automation_id/invocations/:invocation_id",
+    ],
+    [
+      "agents_automations_invocations_list",
+      "GET",
+      "/v1/agents/automations/:automation_id/invocations",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/agents/automations/:automation_id/invocations",
+    ],
+    [
+      "agents_vaults_create",
+      "POST",
+      "/v1/vaults",
+      ["agents:write"],
+      "OpenAI Agents API: POST /v1/vaults",
+    ],
+    [
+      "agents_vaults_retrieve",
+      "GET",
+      "/v1/vaults/:vault_id",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/vaults/:vault_id",
+    ],
+    [
+      "agents_vaults_update",
+      "POST",
+      "/v1/vaults/:vault_id",
+      ["agents:write"],
+      "OpenAI Agents API: POST /v1/vaults/:vault_id",
+    ],
+    [
+      "agents_vaults_list",
+      "GET",
+      "/v1/vaults",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/vaults",
+    ],
+    [
+      "agents_vaults_delete",
+      "DELETE",
+      "/v1/vaults/:vault_id",
+      ["agents:write"],
+      "OpenAI Agents API: DELETE /v1/vaults/:vault_id",
+    ],
+    ["agents_vaults_credentials_create", "POST", "/v1/vaults/:vault_id/credentials", [
+      "agents:write",
+    ], "OpenAI Agents API: POST /v1/vaults/:vault_id/credentials"],
+    [
+      "agents_vaults_credentials_retrieve",
+      "GET",
+      "/v1/vaults/:vault_id/credentials/:credential_id",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/vaults/:vault_id/credentials/:credential_id",
+    ],
+    [
+      "agents_vaults_credentials_update",
+      "POST",
+      "/v1/vaults/:vault_id/credentials/:credential_id",
+      ["agents:write"],
+      "OpenAI Agents API: POST /v1/vaults/:vault_id/credentials/:credential_id",
+    ],
+    [
+      "agents_vaults_credentials_list",
+      "GET",
+      "/v1/vaults/:vault_id/credentials",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/vaults/:vault_id/credentials",
+    ],
+    [
+      "agents_vaults_credentials_delete",
+      "DELETE",
+      "/v1/vaults/:vault_id/credentials/:credential_id",
+      ["agents:write"],
+      "OpenAI Agents API: DELETE /v1/vaults/:vault_id/credentials/:credential_id",
+    ],
+    [
+      "agents_models_list",
+      "GET",
+      "/v1/models",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/models",
+    ],
+    [
+      "agents_models_retrieve",
+      "GET",
+      "/v1/models/:model",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/models/:model",
+    ],
+    [
+      "agents_responses_create",
+      "POST",
+      "/v1/responses",
+      ["agents:write"],
+      "OpenAI Agents API: POST /v1/responses",
+    ],
+    [
+      "agents_responses_retrieve",
+      "GET",
+      "/v1/responses/:response_id",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/responses/:response_id",
+    ],
+    [
+      "agents_responses_delete",
+      "DELETE",
+      "/v1/responses/:response_id",
+      ["agents:write"],
+      "OpenAI Agents API: DELETE /v1/responses/:response_id",
+    ],
+    [
+      "agents_responses_cancel",
+      "POST",
+      "/v1/responses/:response_id/cancel",
+      ["agents:write"],
+      "OpenAI Agents API: POST /v1/responses/:response_id/cancel",
+    ],
+    ["agents_responses_input_items_list", "GET", "/v1/responses/:response_id/input_items", [
+      "agents:read",
+    ], "OpenAI Agents API: GET /v1/responses/:response_id/input_items"],
+    [
+      "agents_responses_input_tokens_count",
+      "POST",
+      "/v1/responses/input_tokens",
+      ["agents:write"],
+      "OpenAI Agents API: POST /v1/responses/input_tokens",
+    ],
+    [
+      "agents_files_create",
+      "POST",
+      "/v1/files",
+      ["agents:write"],
+      "OpenAI Agents API: POST /v1/files",
+      FILE_UPLOAD_LIMIT,
+    ],
+    ["agents_files_list", "GET", "/v1/files", ["agents:read"], "OpenAI Agents API: GET /v1/files"],
+    [
+      "agents_files_retrieve",
+      "GET",
+      "/v1/files/:file_id",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/files/:file_id",
+    ],
+    [
+      "agents_files_content",
+      "GET",
+      "/v1/files/:file_id/content",
+      ["agents:read"],
+      "OpenAI Agents API: GET /v1/files/:file_id/content",
+    ],
+    [
+      "agents_files_delete",
+      "DELETE",
+      "/v1/files/:file_id",
+      ["agents:write"],
+      "OpenAI Agents API: DELETE /v1/files/:file_id",
+    ],
+  ],
+} as const satisfies Readonly<Record<EndpointGroup, readonly Row[]>>;
 
-/** The ids of one group of the table (not `agents`; see {@linkcode AgentsId}). */
-export type GroupId<G extends Exclude<EndpointGroup, "agents">> =
-  (typeof ENDPOINT_ROWS)[G][number][0];
+/** The ids of one group of the table. */
+export type GroupId<G extends EndpointGroup> = (typeof ENDPOINT_ROWS)[G][number][0];
 /** The core group's endpoint ids. */
 export type CoreId = GroupId<"core">;
 /** The commands group's endpoint ids. */
@@ -197,8 +606,14 @@ export type DevToolsId = GroupId<"dev_tools">;
 /** The browser group's endpoint ids. */
 export type BrowserId = GroupId<"browser">;
 
+/**
+ * The agents group's endpoint ids. Every one carries the `agents_` prefix so that
+ * `agents_files_list` can never be mistaken for the file_ops group's `files_list`.
+ */
+export type AgentsId = GroupId<"agents">;
+
 /** Every endpoint id of the table. */
-export type EndpointId = GroupId<Exclude<EndpointGroup, "agents">> | AgentsId;
+export type EndpointId = GroupId<EndpointGroup>;
 
 function expand(): EndpointSpec[] {
   const specs: EndpointSpec[] = [];
@@ -218,19 +633,6 @@ function expand(): EndpointSpec[] {
         ...(id === "health" ? { public: true } : {}),
       });
     }
-  }
-  for (const [id, method, path, limits] of AGENTS_ROWS) {
-    specs.push({
-      id,
-      method,
-      path,
-      group: "agents",
-      scopes: [method === "GET" ? "agents:read" : "agents:write"],
-      summary: `OpenAI Agents API: ${method} ${path}`,
-      optIn: true,
-      port: "http",
-      limits: limits ?? {},
-    });
   }
   return specs;
 }

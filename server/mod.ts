@@ -27,6 +27,7 @@
 export { type SandbarServer, startServer, type StartServerOptions } from "./serve.ts";
 export type { SchedulerClock } from "./agents/automations/schedule.ts";
 export {
+  type AgentsId,
   ENDPOINT_ROWS,
   type EndpointGroup,
   type EndpointId,
@@ -39,7 +40,6 @@ export {
   GROUPS,
   OPT_IN_GROUPS,
 } from "./endpoints.ts";
-export { AGENTS_ROWS, type AgentsId, type AgentsRow } from "./endpoint_table/agents.ts";
 export {
   type CommandArg,
   type CommandArgType,

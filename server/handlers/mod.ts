@@ -17,7 +17,6 @@ import { processHandlers } from "./process/index.ts";
 import { systemHandlers } from "./system/index.ts";
 import { terminalHandlers } from "./terminal/index.ts";
 import { ENDPOINT_ROWS, type EndpointId } from "../endpoints.ts";
-import { AGENTS_ROWS } from "../endpoint_table/agents.ts";
 import { groupOnFirstUse } from "./lazy.ts";
 import type { GroupHandlers, HandlerMap } from "../pipeline/handler.ts";
 
@@ -29,7 +28,7 @@ const browserHandlers = groupOnFirstUse(
 
 /** The agents group (`/v1/`), loaded on its first request. */
 const agentsHandlers = groupOnFirstUse(
-  AGENTS_ROWS.map((row) => row[0]),
+  ENDPOINT_ROWS.agents.map((row) => row[0]),
   async () => (await import("../agents/handlers.ts")).agentsHandlers,
 );
 
