@@ -21,6 +21,7 @@ import { compilePolicy } from "./policy/compile.ts";
 import { loadPolicyFile } from "./policy/load.ts";
 import type { PolicyFile } from "./policy/schema.ts";
 import type { EndpointId } from "./endpoints.ts";
+import { closeTrees } from "./process/trees.ts";
 import { ServerState } from "./state.ts";
 import { generateToken } from "./token.ts";
 
@@ -297,6 +298,8 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
       closing ??= (async () => {
         guard.close();
         await state.close();
+        // Whatever a process left behind (a tree not yet ended) ends with the server.
+        closeTrees();
         abort.abort();
         await Promise.allSettled([http.finished(), pty.finished()]);
         if (!options.stateDir) await Deno.remove(stateDir, { recursive: true }).catch(() => {});

@@ -12,6 +12,7 @@ import { confinements } from "../confine/confinement.ts";
 import { join } from "node:path";
 import { ApiError } from "../errors.ts";
 import { environmentStore } from "../process/environment.ts";
+import { ProcessTree } from "../process/trees.ts";
 import type { ServerState, Service } from "../state.ts";
 import { type BridgeEvent, KernelBridge } from "./bridge.ts";
 import { kernelLaunch, type Language } from "./languages.ts";
@@ -60,6 +61,19 @@ interface Context {
   record: ContextRecord;
   identity: string;
   key: string | null;
+  /** The kernel's process tree: everything it starts ends with the context. */
+  tree: ProcessTree | null;
+}
+
+/**
+ * The tree of a kernel that has just started (and run none of a caller's code yet): `pid` and
+ * everything it will start, ended when the context is removed or restarted or the server stops.
+ */
+function kernelTree(pid: unknown): ProcessTree | null {
+  if (typeof pid !== "number") return null;
+  const tree = new ProcessTree();
+  tree.adopt(pid);
+  return tree;
 }
 
 /**
@@ -89,10 +103,13 @@ export class CodeContexts implements Service {
     const next = (async () => {
       const b = await current?.catch(() => undefined);
       if (b?.alive) return b;
-      // A bridge that died took its kernels with it: forget their contexts.
+      // A bridge that died took its kernels with it (and their trees go now): forget them.
       if (b) {
         for (const [id, c] of this.#contexts) {
-          if (c.identity === identity) this.#contexts.delete(id);
+          if (c.identity === identity) {
+            c.tree?.end();
+            this.#contexts.delete(id);
+          }
         }
       }
       const env = environmentStore(this.#state).forProcess({});
@@ -160,6 +177,7 @@ export class CodeContexts implements Service {
     const context: Context = {
       identity,
       key,
+      tree: kernelTree(answer.pid),
       record: {
         id,
         language: options.language,
@@ -217,6 +235,7 @@ export class CodeContexts implements Service {
     onEvent: (e: BridgeEvent) => void,
   ): Promise<RunOutcome> {
     const record = this.get(identity, id);
+    const context = this.#contexts.get(id)!;
     const bridge = await this.#bridgeFor(identity);
     const before = await snapshot(record.outputs_dir);
     record.runs++;
@@ -227,7 +246,10 @@ export class CodeContexts implements Service {
       timeout: options.timeoutS,
       env: Object.keys(options.env).length > 0 ? options.env : undefined,
     }, onEvent);
-    if (answer.restarted) record.restarted_at = new Date().toISOString();
+    if (answer.restarted) {
+      record.restarted_at = new Date().toISOString();
+      this.#retree(context, answer.pid);
+    }
     return {
       timed_out: answer.timed_out === true,
       restarted: answer.restarted === true,
@@ -239,16 +261,29 @@ export class CodeContexts implements Service {
   /** A fresh kernel for the context: every variable and import is gone. */
   async restart(identity: string, id: string): Promise<ContextRecord> {
     const record = this.get(identity, id);
+    this.#contexts.get(id)?.tree?.end();
     const answer = await (await this.#bridgeFor(identity)).request({ op: "restart", kid: id });
     record.pid = typeof answer.pid === "number" ? answer.pid : null;
+    const context = this.#contexts.get(id);
+    if (context) this.#retree(context, answer.pid);
     record.restarted_at = new Date().toISOString();
     return record;
   }
 
-  /** End the context's kernel and its process group. */
+  /** The old kernel's tree ends (whatever it left running); the new kernel gets one. */
+  #retree(context: Context, pid: unknown): void {
+    context.tree?.end();
+    context.tree = kernelTree(pid);
+    if (typeof pid === "number") context.record.pid = pid;
+  }
+
+  /** End the context's kernel and everything it started. */
   async remove(identity: string, id: string): Promise<void> {
     this.get(identity, id);
+    const context = this.#contexts.get(id)!;
     this.#contexts.delete(id);
+    // The tree first, while the kernel still leads it: then the bridge cleans up after it.
+    context.tree?.end();
     await (await this.#bridgeFor(identity)).request({ op: "stop", kid: id }).catch(() => {});
   }
 
@@ -259,6 +294,7 @@ export class CodeContexts implements Service {
       [...this.#bridges.values()].map((b) => b.catch(() => undefined)),
     );
     this.#bridges.clear();
+    for (const c of this.#contexts.values()) c.tree?.end();
     this.#contexts.clear();
     await Promise.all(bridges.map((b) => b?.close()));
   }

@@ -273,7 +273,8 @@ class JupyterKernel:
                 "else _sb_os.environ.__setitem__(_sb_k, _sb_v)\n"
                 "del _sb_k, _sb_v, _sb_saved, _sb_env, _sb_os, _sb_json\n"
             )
-        return {"timed_out": timed_out, "restarted": restarted, "execution_count": count}
+        return {"timed_out": timed_out, "restarted": restarted, "execution_count": count,
+                "pid": self.pid}
 
     def interrupt(self):
         self.km.interrupt_kernel()
@@ -395,7 +396,8 @@ class BashShell:
             restarted = True
         if rc and rc != "0" and not timed_out:
             emit({"event": "error", "name": "ExitCode", "value": rc, "traceback": []})
-        return {"timed_out": timed_out, "restarted": restarted, "execution_count": self.count}
+        return {"timed_out": timed_out, "restarted": restarted, "execution_count": self.count,
+                "pid": self.pid}
 
     def interrupt(self):
         try:

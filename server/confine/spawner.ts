@@ -10,11 +10,12 @@
  * buffers the caller keeps alive) goes through a `SharedArrayBuffer`, and the main thread waits
  * on it with `Atomics.wait` while the worker spawns. Layout of the shared words (little endian):
  * int32 0 the state (idle, request, quit, done), int32 1 the result, uint64 1-6 the pointers,
- * int32 14 whether the restriction succeeded (1) or failed (-1).
+ * int32 14 whether the restriction succeeded (1) or failed (-1), int32 15 the worker thread's id.
  *
  * @module
  */
 
+import { moveThread, spawnCgroup } from "../process/trees.ts";
 import type { PathRule } from "./landlock.ts";
 
 const IDLE = 0;
@@ -22,6 +23,8 @@ const REQUEST = 1;
 const QUIT = 2;
 // 3 (done) is set by the worker once the call returned: anything but REQUEST ends the wait.
 const READY_SLOT = 14;
+/** int32 15: the worker thread's id (set before the ready slot). */
+const TID_SLOT = 15;
 /** How long a spawn may wait for a worker still starting. */
 const START_TIMEOUT_MS = 30_000;
 
@@ -119,6 +122,28 @@ export class Spawner {
     if (Atomics.load(this.#state, READY_SLOT) !== 1) {
       throw new Error(`confinement failed: ${this.#failure ?? "the spawner did not start"}`);
     }
+    // A child of a process tree with a cgroup is born in it: the thread that forks it is
+    // moved in for the call (see `server/process/trees.ts`).
+    const tree = spawnCgroup();
+    const tid = Atomics.load(this.#state, TID_SLOT);
+    if (tree !== null && !moveThread(tid, tree)) {
+      throw new Error(`could not move the spawner thread into the process tree ${tree}`);
+    }
+    try {
+      return this.#call(pid, path, actions, attr, argv, envp);
+    } finally {
+      if (tree !== null) moveThread(tid, null);
+    }
+  }
+
+  #call(
+    pid: Int32Array,
+    path: Uint8Array,
+    actions: SpawnBuffer,
+    attr: SpawnBuffer,
+    argv: BigUint64Array,
+    envp: BigUint64Array,
+  ): number {
     const w = this.#words;
     w[1] = address(pid);
     w[2] = address(path);

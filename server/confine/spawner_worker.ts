@@ -18,6 +18,7 @@ const QUIT = 2;
 const DONE = 3;
 
 const lib = Deno.dlopen("libc.so.6", {
+  gettid: { parameters: [], result: "i32" },
   posix_spawn: {
     parameters: ["pointer", "pointer", "pointer", "pointer", "pointer", "pointer"],
     result: "i32",
@@ -67,6 +68,8 @@ scope.onmessage = (event: MessageEvent<Init>) => {
     // Mounts first: Landlock forbids them once in force.
     noexecFailure = mountNoexec(noexec);
     restrictThisThread(rules, closedPorts, connectOnly);
+    // The thread's id, for the main thread to move it into a process tree's cgroup.
+    Atomics.store(state, 15, lib.symbols.gettid());
     Atomics.store(state, 14, 1);
   } catch (e) {
     message = (e as Error).message;

@@ -8,9 +8,11 @@
  * pid.
  *
  * Signals go to `-pid`, the whole group, so grandchildren (`bash -c 'sleep 100 & wait'`) die too.
- * When the leader exits, whatever it left in its group is killed as well: the pipes then reach end
- * of file and nothing outlives the process the caller started. The leader is reaped by the
- * server; orphaned grandchildren are reaped by init.
+ * When the leader exits, whatever it left in its group is killed as well, and so is every other
+ * process of its tree (`trees.ts`: a cgroup where the server can make one, else its session and
+ * descendants), even one that called `setsid` or double-forked: the pipes then reach end of file
+ * and nothing outlives the process the caller started. The leader is reaped by the server;
+ * orphaned grandchildren are reaped by init.
  *
  * @module
  */
@@ -21,6 +23,7 @@ import { CommandChild } from "./command_child.ts";
 import { directArgv } from "./direct.ts";
 import { NativeChild } from "./native_child.ts";
 import { nativeSpawnSupported } from "./native_spawn.ts";
+import { ProcessTree } from "./trees.ts";
 
 export type { ChunkListener } from "./child.ts";
 
@@ -103,6 +106,8 @@ export const TIMEOUT_EXIT_CODE = 124;
 export class ManagedProcess {
   /** The pid, also the process-group id. */
   readonly pid: number;
+  /** Everything the process and its descendants start: ended with the leader. */
+  readonly tree: ProcessTree = new ProcessTree();
   /** When it was spawned. */
   readonly startedAt: Date = new Date();
   /** Resolves once the leader has exited and both pipes are drained. */
@@ -126,9 +131,14 @@ export class ManagedProcess {
       located: line.located,
       spawner: request.spawner,
     };
-    this.#child = nativeSpawnSupported()
-      ? new NativeChild(spec, onChunk)
-      : new CommandChild(spec, onChunk);
+    try {
+      this.#child = this.tree.spawn(() =>
+        nativeSpawnSupported() ? new NativeChild(spec, onChunk) : new CommandChild(spec, onChunk)
+      );
+    } catch (e) {
+      this.tree.end();
+      throw e;
+    }
     this.pid = this.#child.pid;
     if (request.stdinText !== undefined) {
       const text = request.stdinText;
@@ -151,6 +161,9 @@ export class ManagedProcess {
     const status = await this.#child.status;
     this.#running = false;
     const executionTime = (performance.now() - this.#t0) / 1000;
+    // Nothing the leader started outlives it: a `setsid` or double-forked runaway that holds
+    // the pipes is ended here too, so the output reaches its end.
+    this.tree.end();
     await this.#child.drained;
     clearTimeout(this.#timer);
     await this.#child.closeStdin(true);
@@ -179,9 +192,13 @@ export class ManagedProcess {
     return (performance.now() - this.#t0) / 1000;
   }
 
-  /** Send a signal to the whole group; false when the process has exited. */
+  /**
+   * Send a signal to the whole group; false when the process has exited. `SIGKILL` ends the
+   * whole tree (every descendant, wherever its group or session went).
+   */
   kill(signal: Deno.Signal = "SIGTERM"): boolean {
     if (!this.#running) return false;
+    if (signal === "SIGKILL") this.tree.end();
     try {
       Deno.kill(-this.pid, signal);
       return true;
