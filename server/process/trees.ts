@@ -149,7 +149,7 @@ function clearStale(own: string): void {
     if (!m || Number(m[1]) === Deno.pid) continue;
     if (readProcFile(`/proc/${m[1]}/stat`) !== undefined) continue; // that server still runs
     const dir = join(own, name);
-    for (const t of subdirectories(dir)) endCgroup(join(dir, t));
+    for (const t of subdirectories(dir)) endCgroup(join(dir, t), false);
     removeWhenEmpty(dir);
   }
 }
@@ -180,8 +180,20 @@ function members(dir: string): number[] {
   return text.split("\n").filter(Boolean).map(Number);
 }
 
-/** Freeze, kill every member, thaw: no member can fork while it is being killed. */
-function endCgroup(dir: string): void {
+/** Empty tree cgroups kept for the next trees: no `mkdir` and `rmdir` for each process. */
+const pool: string[] = [];
+const POOL_MAX = 32;
+
+/**
+ * Freeze, kill every member, thaw: no member can fork while it is being killed. An empty cgroup
+ * (the usual case: the leader has exited and left nothing) goes back to the pool when `reuse`.
+ */
+function endCgroup(dir: string, reuse = true): void {
+  if (members(dir).length === 0) {
+    if (reuse && pool.length < POOL_MAX) pool.push(dir);
+    else removeWhenEmpty(dir);
+    return;
+  }
   const state = join(dir, "freezer.state");
   const frozen = writeFile(state, "FROZEN");
   for (let i = 0; frozen && i < 50 && readText(state)?.trim() !== "FROZEN"; i++) sleepMs(1);
@@ -259,8 +271,15 @@ let nextTree = 0;
 /** The cgroup the next `posix_spawn` on a spawner thread is made in (see `ProcessTree.spawn`). */
 let spawningInto: string | null = null;
 
-/** Where the spawner thread calling `posix_spawn` now must be while it does, or null. */
+/** Whether the spawn under way was made on a spawner thread moved into its tree. */
+let bornInside = false;
+
+/**
+ * Where the spawner thread calling `posix_spawn` now must be while it does, or null. The
+ * spawner asks just before it calls, and moves its thread there for the call.
+ */
 export function spawnCgroup(): string | null {
+  if (spawningInto !== null) bornInside = true;
   return spawningInto;
 }
 
@@ -295,7 +314,7 @@ export class ProcessTree {
   constructor() {
     treeMode();
     if (base) {
-      const dir = join(base, `t${++nextTree}`);
+      const dir = pool.pop() ?? join(base, `t${++nextTree}`);
       this.cgroup = mkdir(dir) ? dir : null;
     } else {
       this.cgroup = null;
@@ -308,13 +327,16 @@ export class ProcessTree {
    */
   spawn<T extends { pid: number }>(start: () => T): T {
     spawningInto = this.cgroup;
+    bornInside = false;
     let made: T;
     try {
       made = start();
     } finally {
       spawningInto = null;
     }
-    this.adopt(made.pid);
+    // Born inside on a spawner thread; else (no confinement) moved now, a moment after its start.
+    if (bornInside) this.#leader = made.pid;
+    else this.adopt(made.pid);
     return made;
   }
 
@@ -346,5 +368,7 @@ export class ProcessTree {
  * tree still in use keeps it; the next server to start ends what a dead one left).
  */
 export function closeTrees(): void {
-  if (base) rmdir(base);
+  if (!base) return;
+  for (const dir of pool.splice(0)) rmdir(dir);
+  rmdir(base);
 }
