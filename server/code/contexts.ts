@@ -107,7 +107,7 @@ export class CodeContexts implements Service {
       if (b) {
         for (const [id, c] of this.#contexts) {
           if (c.identity === identity) {
-            c.tree?.end();
+            c.tree?.end(true);
             this.#contexts.delete(id);
           }
         }
@@ -272,7 +272,7 @@ export class CodeContexts implements Service {
 
   /** The old kernel's tree ends (whatever it left running); the new kernel gets one. */
   #retree(context: Context, pid: unknown): void {
-    context.tree?.end();
+    context.tree?.end(true);
     context.tree = kernelTree(pid);
     if (typeof pid === "number") context.record.pid = pid;
   }
@@ -294,7 +294,7 @@ export class CodeContexts implements Service {
       [...this.#bridges.values()].map((b) => b.catch(() => undefined)),
     );
     this.#bridges.clear();
-    for (const c of this.#contexts.values()) c.tree?.end();
+    for (const c of this.#contexts.values()) c.tree?.end(true);
     this.#contexts.clear();
     await Promise.all(bridges.map((b) => b?.close()));
   }

@@ -162,8 +162,8 @@ export class ManagedProcess {
     this.#running = false;
     const executionTime = (performance.now() - this.#t0) / 1000;
     // Nothing the leader started outlives it: a `setsid` or double-forked runaway that holds
-    // the pipes is ended here too, so the output reaches its end.
-    this.tree.end();
+    // the pipes is ended here too, so the output reaches its end. The leader is reaped.
+    this.tree.end(true);
     await this.#child.drained;
     clearTimeout(this.#timer);
     await this.#child.closeStdin(true);

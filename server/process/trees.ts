@@ -245,13 +245,15 @@ function processTable(): Stat[] {
  * `SIGKILL` to the group and session `leader` made, and to everything descending from it, until
  * none is left running (a process may fork while the first round is sent).
  */
-function endSession(leader: number): void {
+function endSession(leader: number, reaped: boolean): void {
   const c = libc();
   for (let round = 0; round < 5; round++) {
     const table = processTable();
-    const doomed = new Set<number>([leader]);
+    // A reaped leader's pid may belong to another process by now: then only its group and
+    // session are followed (its children were handed to init when it exited).
+    const doomed = new Set<number>(reaped ? [] : [leader]);
     for (const p of table) if (p.pgrp === leader || p.session === leader) doomed.add(p.pid);
-    for (let grew = true; grew;) {
+    for (let grew = !reaped; grew;) {
       grew = false;
       for (const p of table) {
         if (!doomed.has(p.pid) && doomed.has(p.ppid)) {
@@ -261,6 +263,9 @@ function endSession(leader: number): void {
       }
     }
     doomed.delete(Deno.pid);
+    if (reaped) {
+      for (const p of table) if (p.pid === leader && p.session !== leader) doomed.delete(p.pid);
+    }
     const running = table.filter((p) => doomed.has(p.pid) && !p.zombie);
     if (running.length === 0) return;
     for (const p of running) c.kill(p.pid, SIGKILL);
@@ -314,8 +319,9 @@ export class ProcessTree {
   constructor() {
     treeMode();
     if (base) {
-      const dir = pool.pop() ?? join(base, `t${++nextTree}`);
-      this.cgroup = mkdir(dir) ? dir : null;
+      const reused = pool.pop();
+      const dir = reused ?? join(base, `t${++nextTree}`);
+      this.cgroup = reused !== undefined || mkdir(dir) ? dir : null;
     } else {
       this.cgroup = null;
     }
@@ -349,12 +355,15 @@ export class ProcessTree {
     if (this.cgroup) writeFile(join(this.cgroup, "cgroup.procs"), String(pid));
   }
 
-  /** End every process of the tree, for good; idempotent. */
-  end(): void {
+  /**
+   * End every process of the tree, for good; idempotent. `leaderReaped`: the leader has been
+   * reaped already, so its pid is no longer the tree's to follow (session mode).
+   */
+  end(leaderReaped = false): void {
     if (this.#ended) return;
     this.#ended = true;
     if (this.cgroup) endCgroup(this.cgroup);
-    else if (this.#leader > 0 && libcAvailable()) endSession(this.#leader);
+    else if (this.#leader > 0 && libcAvailable()) endSession(this.#leader, leaderReaped);
   }
 
   /** Whether {@linkcode end} was called. */

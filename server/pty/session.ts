@@ -16,6 +16,7 @@
 import { Scrollback } from "./scrollback.ts";
 import { hangUpSession } from "./session_kill.ts";
 import { spawnOnTerminal, type TerminalChild } from "./spawn.ts";
+import { ProcessTree } from "../process/trees.ts";
 import type { Spawner } from "../confine/spawner.ts";
 import { PseudoTerminal } from "./terminal.ts";
 import type { WindowSize } from "./pair.ts";
@@ -99,6 +100,8 @@ export class Terminal {
   #size: WindowSize;
   readonly #term: PseudoTerminal;
   readonly #child: TerminalChild;
+  /** Everything the shell starts, `setsid` or not: ended with the terminal. */
+  readonly #tree = new ProcessTree();
   readonly #scrollback: Scrollback;
   readonly #clients = new Map<TerminalClient, { overSince: number | null }>();
   #reason: EndReason | undefined;
@@ -112,15 +115,18 @@ export class Terminal {
     this.#scrollback = new Scrollback(options.scrollbackBytes);
     this.#term = PseudoTerminal.open(options.size, (bytes) => this.#output(bytes));
     try {
-      this.#child = spawnOnTerminal({
-        tty: this.#term.path,
-        program: options.shell,
-        args: options.args,
-        cwd: options.cwd,
-        env: options.env,
-        spawner: options.spawner,
-      });
+      this.#child = this.#tree.spawn(() =>
+        spawnOnTerminal({
+          tty: this.#term.path,
+          program: options.shell,
+          args: options.args,
+          cwd: options.cwd,
+          env: options.env,
+          spawner: options.spawner,
+        })
+      );
     } catch (e) {
+      this.#tree.end();
       this.#term.close();
       throw e;
     }
@@ -213,6 +219,8 @@ export class Terminal {
         this.#child.kill("SIGKILL");
       } catch { /* gone */ }
     }
+    // What left the session (`setsid`) but not the tree ends now (the shell may be reaped).
+    this.#tree.end(true);
     // Our own child, not yet reaped, so its pid cannot have been reused: if the hang-up missed it
     // (it ignores SIGHUP and left the session), it is killed outright.
     const timer = setTimeout(() => {
