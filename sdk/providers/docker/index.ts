@@ -638,21 +638,20 @@ export class DockerProvider implements SandboxProvider {
   /** CPU, memory and process counts now, from the engine's stats. */
   async getMetrics(sandboxId: string): Promise<SandboxMetrics> {
     const found = await this.#live(sandboxId);
-    const s = await this.engine.call<DockerStats>(
-      "GET",
-      `/containers/${containerName(sandboxId)}/stats`,
-      {
-        query: { stream: false },
-      },
-    );
-    const cpuDelta = s.cpu_stats.cpu_usage.total_usage - s.precpu_stats.cpu_usage.total_usage;
-    const systemDelta = (s.cpu_stats.system_cpu_usage ?? 0) -
-      (s.precpu_stats.system_cpu_usage ?? 0);
-    const online = s.cpu_stats.online_cpus ?? 1;
+    // Two one-shot samples half a second apart: the engine's own "precpu" of a single read
+    // is not a recent sample on every engine.
+    const path = `/containers/${containerName(sandboxId)}/stats`;
+    const sample = () =>
+      this.engine.call<DockerStats>("GET", path, { query: { stream: false, "one-shot": true } });
+    const first = await sample();
+    await new Promise((r) => setTimeout(r, 500));
+    const s = await sample();
+    const wall = (Date.parse(s.read) - Date.parse(first.read)) * 1e6;
+    const cpuDelta = s.cpu_stats.cpu_usage.total_usage - first.cpu_stats.cpu_usage.total_usage;
     const resources = JSON.parse(found.labels["sandbar.resources"] ?? "{}");
     const quota: number | null = resources.cpu ?? null;
-    // Of the machine's cores used, as a share of the quota (or of one core when unlimited).
-    const cores = systemDelta > 0 ? (cpuDelta / systemDelta) * online : 0;
+    // Cores busy over the interval, as a share of the quota (or of one core when unlimited).
+    const cores = wall > 0 ? cpuDelta / wall : 0;
     return {
       timestamp: new Date(s.read),
       cpuCount: quota,
@@ -671,12 +670,7 @@ export class DockerProvider implements SandboxProvider {
 
 interface DockerStats {
   read: string;
-  cpu_stats: {
-    cpu_usage: { total_usage: number };
-    system_cpu_usage?: number;
-    online_cpus?: number;
-  };
-  precpu_stats: { cpu_usage: { total_usage: number }; system_cpu_usage?: number };
+  cpu_stats: { cpu_usage: { total_usage: number } };
   memory_stats: { usage?: number; limit?: number; failcnt?: number };
   pids_stats?: { current?: number; limit?: number };
 }

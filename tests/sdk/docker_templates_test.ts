@@ -1,0 +1,173 @@
+/**
+ * The docker provider's templates against a real `dockerd`: a template built from a Dockerfile
+ * (a step that installs a Debian package, with no network: a `.deb` made here with `dpkg-deb`
+ * and sent in the build context), then used; a snapshot taken after writing a file, seen by a
+ * new sandbox; a named volume that keeps a file after its sandbox is killed; an anonymous volume
+ * of the image removed with its sandbox.
+ */
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import {
+  buildTemplate,
+  DockerProvider,
+  registerProvider,
+  Sandbox,
+  SandboxError,
+  ValidationError,
+} from "../../sdk/mod.ts";
+import {
+  BASE_IMAGE,
+  dockerIgnored,
+  ensureBaseImage,
+  type TestEngine,
+  testEngine,
+} from "./docker_engine.ts";
+import { useSandbarHome } from "./sandbox_helpers.ts";
+
+const ignore = dockerIgnored();
+let engine: TestEngine | undefined;
+let provider: DockerProvider;
+
+async function setUp(): Promise<void> {
+  if (engine) return;
+  const home = await useSandbarHome();
+  engine = await testEngine();
+  await ensureBaseImage(engine);
+  const host = engine.host;
+  provider = new DockerProvider({ host, home });
+  registerProvider("docker", () => new DockerProvider({ host, home }));
+}
+
+Deno.test.afterAll(async () => {
+  provider?.engine.close();
+  await engine?.stop();
+});
+
+async function volumes(): Promise<string[]> {
+  const v = await provider.engine.call<{ Volumes: { Name: string }[] | null }>("GET", "/volumes");
+  return (v.Volumes ?? []).map((x) => x.Name);
+}
+
+/** A real Debian package with one program, made with dpkg-deb. */
+async function helloDeb(): Promise<Uint8Array> {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(join(dir, "pkg/DEBIAN"), { recursive: true });
+    await Deno.mkdir(join(dir, "pkg/usr/bin"), { recursive: true });
+    await Deno.writeTextFile(
+      join(dir, "pkg/DEBIAN/control"),
+      "Package: sandbar-hello\nVersion: 1.0\nArchitecture: all\n" +
+        "Maintainer: sandbar tests <tests@example.invalid>\nDescription: a test package\n",
+    );
+    await Deno.writeTextFile(
+      join(dir, "pkg/usr/bin/sandbar-hello"),
+      "#!/bin/sh\necho hello from a package\n",
+      { mode: 0o755 },
+    );
+    const out = await new Deno.Command("dpkg-deb", {
+      args: ["--build", join(dir, "pkg"), join(dir, "hello.deb")],
+      stdout: "null",
+    }).output();
+    assert.ok(out.success, "dpkg-deb");
+    return await Deno.readFile(join(dir, "hello.deb"));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test({
+  name: "docker: a template built from a Dockerfile that installs a Debian package, then used",
+  ignore,
+  async fn() {
+    await setUp();
+    const lines: string[] = [];
+    const name = await buildTemplate({
+      name: "sandbar-test-hello",
+      host: engine!.host,
+      dockerfile: `FROM ${BASE_IMAGE}\nCOPY hello.deb /tmp/hello.deb\n` +
+        "RUN dpkg -i /tmp/hello.deb && rm /tmp/hello.deb\nVOLUME /cache\n",
+      files: { "hello.deb": await helloDeb() },
+      onLog: (line) => lines.push(line),
+    });
+    assert.equal(name, "sandbar-test-hello:latest");
+    assert.ok(lines.some((l) => /Step 3\/4 : RUN dpkg -i/.test(l)), lines.join("\n"));
+    assert.ok(
+      lines.some((l) => /Setting up sandbar-hello/.test(l)),
+      "dpkg's output came as it built",
+    );
+    const before = await volumes();
+    const sandbox = await Sandbox.create("sandbar-test-hello", {
+      provider: "docker",
+      timeout: 120,
+    });
+    assert.equal((await sandbox.commands.run("sandbar-hello")).stdout, "hello from a package\n");
+    const status = await sandbox.commands.run("dpkg -s sandbar-hello | grep Status");
+    assert.equal(status.stdout, "Status: install ok installed\n");
+    // The image's VOLUME made an anonymous volume; kill removes it.
+    assert.equal((await volumes()).length, before.length + 1);
+    await sandbox.kill();
+    assert.deepEqual(await volumes(), before);
+
+    await assert.rejects(
+      buildTemplate({
+        name: "sandbar-test-broken",
+        host: engine!.host,
+        dockerfile: `FROM ${BASE_IMAGE}\nRUN exit 3\n`,
+      }),
+      (e: Error) => e instanceof SandboxError && /returned a non-zero code: 3/.test(e.message),
+    );
+    await assert.rejects(
+      buildTemplate({ name: "Bad Name", dockerfile: "FROM x\n" }),
+      ValidationError,
+    );
+  },
+});
+
+Deno.test({
+  name: "docker: a snapshot after writing a file starts a new sandbox that sees it",
+  ignore,
+  async fn() {
+    await setUp();
+    {
+      await using first = await Sandbox.create(BASE_IMAGE, { provider: "docker", timeout: 120 });
+      await first.files.write("/home/user/state.txt", "saved state");
+      await first.commands.run("mkdir -p /srv/tool && echo v1 > /srv/tool/version");
+      assert.equal(await first.snapshot("sandbar-test-snap:v1"), "sandbar-test-snap:v1");
+      assert.equal((await first.commands.run("echo running")).stdout, "running\n");
+      await assert.rejects(first.snapshot("Not A Name"), ValidationError);
+    }
+    await using second = await Sandbox.create("sandbar-test-snap:v1", {
+      provider: "docker",
+      timeout: 120,
+    });
+    assert.equal(await second.files.read("/home/user/state.txt"), "saved state");
+    assert.equal((await second.commands.run("cat /srv/tool/version")).stdout, "v1\n");
+    assert.equal((await second.runCode("print(6 * 7)")).text, "42");
+  },
+});
+
+Deno.test({
+  name: "docker: a named volume keeps a file after its sandbox is killed and shows it in the next",
+  ignore,
+  async fn() {
+    await setUp();
+    const volume = `sandbar-test-data-${Date.now()}`;
+    {
+      await using one = await Sandbox.create(BASE_IMAGE, {
+        provider: "docker",
+        volumes: { [volume]: "/data" },
+      });
+      await one.files.write("/data/kept.txt", "kept across sandboxes");
+    }
+    assert.ok((await volumes()).includes(volume), "the named volume outlives its sandbox");
+    await using two = await Sandbox.create(BASE_IMAGE, {
+      provider: "docker",
+      volumes: { [volume]: "/mnt/again" },
+    });
+    assert.equal(await two.files.read("/mnt/again/kept.txt"), "kept across sandboxes");
+    await two.kill();
+    assert.ok((await volumes()).includes(volume));
+    await provider.engine.call("DELETE", `/volumes/${volume}`);
+  },
+});
