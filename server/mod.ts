@@ -64,7 +64,10 @@ export {
   type NetworkRule,
   NetworkRules,
   parseNetworkRule,
+  type SecretConfig,
+  type SecretRule,
 } from "./egress/rules.ts";
+export { EgressCa } from "./egress/tls_intercept.ts";
 export { EgressProxy, type EgressProxyOptions, type ProxyAddress } from "./egress/proxy.ts";
 export { ApiError, type ApiErrorOptions, type ErrorCode } from "./errors.ts";
 export { type ServerAddresses, type ServerEnv, ServerState, type Service } from "./state.ts";

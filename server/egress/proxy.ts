@@ -29,6 +29,9 @@ import { connectAny, resolveAll } from "./connect.ts";
 import type { NetworkDecision, NetworkRules } from "./rules.ts";
 import { readSocksRequest, SOCKS_REPLY, socksReply } from "./socks5.ts";
 import { peekClientHello } from "./tls_hello.ts";
+// Type only: the certificate library loads with the first intercepted connection, never in a
+// server without secrets (its start graph stays small).
+import type { EgressCa } from "./tls_intercept.ts";
 
 /** Where the proxy listens: a TCP address, or a Unix socket path. */
 export type ProxyAddress = { hostname: string; port: number } | { path: string };
@@ -43,6 +46,11 @@ export interface EgressProxyOptions {
   audit?: (entry: AuditEntry) => void;
   /** Which connections are audited: `all` (the default), `deny` (refusals only) or `off`. */
   auditSetting?: "off" | "deny" | "all";
+  /**
+   * The certificate authority that signs the certificates of hosts a secret is attached to
+   * (see `tls_intercept.ts`); without one, such hosts are tunnelled untouched.
+   */
+  ca?: EgressCa;
 }
 
 /** One open connection through the proxy. */
@@ -52,6 +60,8 @@ interface Tunnel {
   addresses: string[];
   client: Deno.Conn;
   upstream: Deno.Conn;
+  /** Connections of an intercepted tunnel (its TLS sides). */
+  others: Deno.Conn[];
 }
 
 type Opened =
@@ -130,6 +140,7 @@ export class EgressProxy {
   readonly #identity: string;
   readonly #audit: ((entry: AuditEntry) => void) | undefined;
   readonly #auditSetting: "off" | "deny" | "all";
+  readonly #ca: EgressCa | undefined;
   #rules: NetworkRules;
   readonly #tunnels = new Set<Tunnel>();
   readonly #pending = new Set<Deno.Conn>();
@@ -142,6 +153,7 @@ export class EgressProxy {
     this.#rules = options.rules;
     this.#audit = options.audit;
     this.#auditSetting = options.auditSetting ?? "all";
+    this.#ca = options.ca;
     this.#accepting = this.#accept();
   }
 
@@ -180,8 +192,7 @@ export class EgressProxy {
       const decision = rules.decide(t.host, t.port, t.addresses);
       if (decision.allowed) continue;
       this.#tunnels.delete(t);
-      closeQuietly(t.client);
-      closeQuietly(t.upstream);
+      for (const c of [t.client, t.upstream, ...t.others]) closeQuietly(c);
       this.#record(t.host, t.port, decision, 403, "egress_closed");
       closed++;
     }
@@ -369,10 +380,19 @@ export class EgressProxy {
     checkSni: boolean,
   ): Promise<void> {
     const upstream = opened.upstream;
-    const tunnel: Tunnel = { host, port, addresses: opened.addresses, client, upstream };
+    const tunnel: Tunnel = {
+      host,
+      port,
+      addresses: opened.addresses,
+      client,
+      upstream,
+      others: [],
+    };
     this.#tunnels.add(tunnel);
     try {
-      const down = copy(upstream, client);
+      // A host a secret is attached to is intercepted: its TLS is ours, nothing flows raw.
+      const secrets = checkSni && this.#ca ? this.#rules.secretsFor(host, port) : [];
+      const down = secrets.length > 0 ? null : copy(upstream, client);
       if (checkSni) {
         const hello = await peekClientHello(reader);
         const sni = hello.kind === "tls" ? hello.serverName : null;
@@ -380,8 +400,26 @@ export class EgressProxy {
           this.#record(host, port, { rule: "sni" }, 403, "egress_denied");
           return;
         }
+        if (secrets.length > 0 && hello.kind !== "tls") {
+          this.#record(host, port, { rule: "tls" }, 403, "egress_denied");
+          return;
+        }
       }
       const early = reader.rest();
+      if (down === null) {
+        const track = (conns: Deno.Conn[]) => tunnel.others.push(...conns);
+        const { interceptTunnel } = await import("./tls_intercept.ts");
+        return await interceptTunnel(
+          this.#ca!,
+          this.#rules.ca,
+          host,
+          client,
+          early,
+          upstream,
+          secrets,
+          track,
+        );
+      }
       if (early.length > 0) await writeAll(upstream, early);
       const up = copy(client, upstream);
       await (until === "response" ? down : Promise.all([up, down]));
@@ -400,8 +438,7 @@ export class EgressProxy {
       this.#listener.close();
     } catch { /* closed */ }
     for (const t of this.#tunnels) {
-      closeQuietly(t.client);
-      closeQuietly(t.upstream);
+      for (const c of [t.client, t.upstream, ...t.others]) closeQuietly(c);
     }
     for (const c of this.#pending) closeQuietly(c);
     await this.#accepting;

@@ -44,10 +44,43 @@ export interface NetworkConfig {
   deny?: string[];
   /** Names the proxy resolves to these addresses instead of asking DNS. */
   hosts?: Record<string, string | string[]>;
+  /**
+   * Credentials that never enter the sandbox (local sandboxes): inside, the variable `env` holds
+   * only `placeholder`; the proxy puts `value` in its place in the request headers it sends to
+   * `host` (a rule: `api.example.com`, `*.example.com:443`) over TLS, and nowhere else.
+   */
+  secrets?: SecretConfig[];
+  /** PEM certificates the proxy trusts, besides the system's, when it checks a host it intercepts. */
+  ca?: string[];
+}
+
+/** One credential of {@linkcode NetworkConfig.secrets}. */
+export interface SecretConfig {
+  /** The host rule it is sent to (`host[:ports]`, names only). */
+  host: string;
+  /** The environment variable inside that holds the placeholder. */
+  env: string;
+  /** The real secret (never inside the sandbox). */
+  value: string;
+  /** The placeholder (made by the provider when left out). */
+  placeholder?: string;
+}
+
+/** A compiled credential: where it goes, what stands for it, what it is. */
+export interface SecretRule {
+  /** The host rule. */
+  rule: NetworkRule;
+  /** The placeholder the sandbox sees. */
+  placeholder: string;
+  /** The real value. */
+  value: string;
 }
 
 /** The keys a {@linkcode NetworkConfig} may have. */
-export const NETWORK_CONFIG_KEYS: readonly string[] = ["allow", "deny", "hosts"];
+export const NETWORK_CONFIG_KEYS: readonly string[] = ["allow", "deny", "hosts", "secrets", "ca"];
+
+/** The keys of one {@linkcode SecretConfig}. */
+export const SECRET_CONFIG_KEYS: readonly string[] = ["host", "env", "value", "placeholder"];
 
 /** The host part of a rule: any, a name, a name and its subdomains, or an address network. */
 export type HostRule =
@@ -218,22 +251,37 @@ export class NetworkRules {
   readonly deny: readonly NetworkRule[];
   /** Static name resolution: canonical name to addresses. */
   readonly hosts: ReadonlyMap<string, readonly string[]>;
+  /** Credentials swapped in by the proxy, by host. */
+  readonly secrets: readonly SecretRule[];
+  /** Extra PEM roots for intercepted hosts. */
+  readonly ca: readonly string[];
 
   private constructor(
     enabled: boolean,
     allow: NetworkRule[],
     deny: NetworkRule[],
     hosts: Map<string, string[]>,
+    secrets: SecretRule[] = [],
+    ca: string[] = [],
   ) {
     this.enabled = enabled;
     this.allow = allow;
     this.deny = deny;
     this.hosts = hosts;
+    this.secrets = secrets;
+    this.ca = ca;
   }
 
   /** No network at all. */
   static off(): NetworkRules {
     return new NetworkRules(false, [], [], new Map());
+  }
+
+  /** The credentials to swap in on a connection to `hostname:port` (a name, not an address). */
+  secretsFor(hostname: string, port: number): SecretRule[] {
+    const host = canonicalHost(hostname);
+    if (!host || parseIp(bareAddress(host))) return [];
+    return this.secrets.filter((s) => portMatches(s.rule, port) && matchesName(s.rule, host, null));
   }
 
   /**
@@ -275,7 +323,40 @@ export class NetworkRules {
       }
       hosts.set(canonical, addresses);
     }
-    return new NetworkRules(true, list("allow"), list("deny"), hosts);
+    const secrets = (config.secrets ?? []).map((secret, i) => {
+      const at = `${where}.secrets[${i}]`;
+      if (typeof secret !== "object" || secret === null) throw new Error(`${at} must be an object`);
+      for (const key of Object.keys(secret)) {
+        if (!SECRET_CONFIG_KEYS.includes(key)) {
+          throw new Error(`${at}: unknown key "${key}" (known: ${SECRET_CONFIG_KEYS.join(", ")})`);
+        }
+      }
+      if (typeof secret.value !== "string" || secret.value === "" || /[\r\n]/.test(secret.value)) {
+        throw new Error(`${at}.value must be a one-line string`);
+      }
+      if (typeof secret.env !== "string" || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(secret.env)) {
+        throw new Error(`${at}.env must be an environment variable name`);
+      }
+      let rule: NetworkRule;
+      try {
+        rule = parseNetworkRule(String(secret.host));
+      } catch (e) {
+        throw new Error(`${at}.host: ${(e as Error).message}`);
+      }
+      if (rule.host.kind === "network" || rule.host.kind === "any") {
+        throw new Error(`${at}.host must name a host (secrets go over TLS, which names it)`);
+      }
+      const placeholder = secret.placeholder ?? "";
+      if (placeholder !== "" && (placeholder.length < 16 || placeholder.includes(secret.value))) {
+        throw new Error(`${at}.placeholder must be at least 16 characters, not the secret`);
+      }
+      return { rule, placeholder, value: secret.value };
+    });
+    const ca = config.ca ?? [];
+    if (!Array.isArray(ca) || ca.some((c) => typeof c !== "string" || !c.includes("BEGIN CERT"))) {
+      throw new Error(`${where}.ca must be a list of PEM certificates`);
+    }
+    return new NetworkRules(true, list("allow"), list("deny"), hosts, secrets, ca);
   }
 
   /**

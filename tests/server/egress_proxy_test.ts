@@ -9,12 +9,15 @@ import assert from "node:assert/strict";
 import type { AuditEntry } from "../../server/pipeline/audit.ts";
 import { EgressProxy } from "../../server/egress/proxy.ts";
 import { NetworkRules, parseNetworkRule } from "../../server/egress/rules.ts";
+import { EgressCa } from "../../server/egress/tls_intercept.ts";
 
 /** An HTTP server on `hostname` answering `hello from <hostname>` (and `/slow`: a stream). */
 function origin(hostname: string) {
   const seen: Request[] = [];
+  const auth: (string | null)[] = [];
   const server = Deno.serve({ hostname, port: 0, onListen: () => {} }, (req) => {
     seen.push(req);
+    auth.push(req.headers.get("authorization"));
     if (new URL(req.url).pathname === "/slow") {
       let timer: ReturnType<typeof setInterval>;
       const body = new ReadableStream<Uint8Array>({
@@ -29,7 +32,7 @@ function origin(hostname: string) {
     }
     return new Response(`hello from ${hostname}`);
   });
-  return { server, port: server.addr.port, seen };
+  return { server, port: server.addr.port, seen, auth };
 }
 
 function startProxy(config: Parameters<typeof NetworkRules.compile>[0]) {
@@ -265,5 +268,108 @@ Deno.test("egress proxy: a rule changed while a download runs cuts it off, and n
     client.close();
     await proxy.close();
     await target.server.shutdown();
+  }
+});
+
+Deno.test("egress proxy: a secret's placeholder is swapped for the real value at its host only, over TLS the proxy verifies", async () => {
+  const upstreamCa = await EgressCa.create("test origin");
+  const { cert, key } = await upstreamCa.leaf("api.secret.test");
+  const seen: string[] = [];
+  const tlsOrigin = Deno.serve(
+    { hostname: "127.0.0.2", port: 0, cert, key, onListen: () => {} },
+    (req) => {
+      seen.push(`tls ${req.headers.get("authorization")}`);
+      return new Response("ok");
+    },
+  );
+  const plain = origin("127.0.0.3");
+  const placeholder = "sandbar-placeholder-0123456789abcdef";
+  const sandboxCa = await EgressCa.create("sandbox one");
+  const otherCa = await EgressCa.create("sandbox two");
+  const audit: AuditEntry[] = [];
+  const proxy = EgressProxy.listen({ hostname: "127.0.0.1", port: 0 }, {
+    identity: "tester",
+    rules: NetworkRules.compile({
+      allow: ["api.secret.test", "127.0.0.3"],
+      hosts: { "api.secret.test": "127.0.0.2" },
+      secrets: [{
+        host: "api.secret.test",
+        env: "API_TOKEN",
+        value: "real-secret-value",
+        placeholder,
+      }],
+      ca: [upstreamCa.certPem],
+    }),
+    audit: (e) => audit.push(e),
+    ca: sandboxCa,
+  });
+  const dir = await Deno.makeTempDir({ prefix: "sandbar-egress-ca-" });
+  try {
+    await Deno.writeTextFile(`${dir}/ca.pem`, sandboxCa.certPem);
+    await Deno.writeTextFile(`${dir}/other.pem`, otherCa.certPem);
+    const url = `https://api.secret.test:${tlsOrigin.addr.port}/`;
+    const via = [
+      "-x",
+      `http://127.0.0.1:${proxy.port}`,
+      "-H",
+      `Authorization: Bearer ${placeholder}`,
+    ];
+    const ok = await curl(...via, "--cacert", `${dir}/ca.pem`, url);
+    assert.equal(ok.stdout, "ok", ok.stderr);
+    assert.deepEqual(seen, ["tls Bearer real-secret-value"]);
+    // Another sandbox's authority is not trusted for it.
+    const other = await curl(...via, "--cacert", `${dir}/other.pem`, url);
+    assert.equal(other.code, 60, other.stderr);
+    // Any other host sees the placeholder only.
+    await curl(...via, `http://127.0.0.3:${plain.port}/`);
+    assert.deepEqual(plain.auth, [`Bearer ${placeholder}`]);
+    assert.ok(!audit.some((e) => JSON.stringify(e).includes("real-secret-value")));
+  } finally {
+    await proxy.close();
+    await tlsOrigin.shutdown();
+    await plain.server.shutdown();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("egress proxy: an intercepted host whose certificate the proxy cannot verify gets a 502", async () => {
+  const untrusted = await EgressCa.create("unknown issuer");
+  const { cert, key } = await untrusted.leaf("api.secret.test");
+  const tlsOrigin = Deno.serve(
+    { hostname: "127.0.0.2", port: 0, cert, key, onListen: () => {} },
+    () => new Response("should not be reached"),
+  );
+  const sandboxCa = await EgressCa.create("sandbox");
+  const proxy = EgressProxy.listen({ hostname: "127.0.0.1", port: 0 }, {
+    identity: "tester",
+    rules: NetworkRules.compile({
+      allow: ["api.secret.test"],
+      hosts: { "api.secret.test": "127.0.0.2" },
+      secrets: [{
+        host: "api.secret.test",
+        env: "T",
+        value: "v-secret",
+        placeholder: "placeholder-0123456789",
+      }],
+    }),
+    ca: sandboxCa,
+  });
+  const dir = await Deno.makeTempDir({ prefix: "sandbar-egress-ca-" });
+  try {
+    await Deno.writeTextFile(`${dir}/ca.pem`, sandboxCa.certPem);
+    const r = await curl(
+      "-i",
+      "-x",
+      `http://127.0.0.1:${proxy.port}`,
+      "--cacert",
+      `${dir}/ca.pem`,
+      `https://api.secret.test:${tlsOrigin.addr.port}/`,
+    );
+    assert.match(r.stdout, /^HTTP\/1\.1 502 /m, r.stderr);
+    assert.match(r.stdout, /X-Sandbar-Egress-Rule: tls/);
+  } finally {
+    await proxy.close();
+    await tlsOrigin.shutdown();
+    await Deno.remove(dir, { recursive: true });
   }
 });
