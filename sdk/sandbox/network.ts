@@ -93,6 +93,11 @@ export class NetworkModule {
       );
     }
     const config = network === false ? false : networkOption(network, "network.update") ?? false;
+    if (config && (config.secrets || config.ca)) {
+      throw new ValidationError(
+        "network.update: secrets and ca are fixed when the sandbox is created; leave them out",
+      );
+    }
     return { closed: await s.updateNetwork(config) };
   }
 

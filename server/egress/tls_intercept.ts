@@ -15,7 +15,11 @@
  * @module
  */
 
-import * as x509 from "@peculiar/x509";
+// The full specifier, not the import map's name: the local provider's supervisor, which makes
+// the CA, runs with `--no-config` (the caller's configuration must not change it). Keep it equal
+// to the `@peculiar/x509` entry of deno.json.
+// deno-lint-ignore no-import-prefix
+import * as x509 from "npm:@peculiar/x509@1.14.3";
 import { ConnReader } from "./conn_reader.ts";
 import type { SecretRule } from "./rules.ts";
 

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { ProviderFeatureNotSupportedError, Sandbox, ValidationError } from "../../sdk/mod.ts";
 import { findBwrap } from "../../sdk/providers/local/launch.ts";
 import { useSandbarHome } from "./sandbox_helpers.ts";
+import { EgressCa } from "../../server/egress/tls_intercept.ts";
 
 await useSandbarHome();
 const noBwrap = findBwrap() === null;
@@ -228,6 +229,80 @@ Deno.test({
       assert.deepEqual([last.decision, last.code, last.rule], ["deny", "egress_closed", "allow"]);
     } finally {
       await target.server.shutdown();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "local sandbox network: a secret never enters the sandbox; its placeholder is swapped at its host only",
+  ignore: noBwrap,
+  async fn() {
+    const secret = "real-secret-9f8e7d6c5b4a";
+    const upstreamCa = await EgressCa.create("test origin");
+    const { cert, key } = await upstreamCa.leaf("api.secret.test");
+    const seenTls: (string | null)[] = [];
+    const tlsOrigin = Deno.serve(
+      { hostname: "127.0.0.2", port: 0, cert, key, onListen: () => {} },
+      (req) => {
+        seenTls.push(req.headers.get("authorization"));
+        return new Response("ok");
+      },
+    );
+    const seenPlain: (string | null)[] = [];
+    const plain = Deno.serve({ hostname: "127.0.0.3", port: 0, onListen: () => {} }, (req) => {
+      seenPlain.push(req.headers.get("authorization"));
+      return new Response("plain");
+    });
+    try {
+      await using sandbox = await Sandbox.create({
+        network: {
+          allow: ["api.secret.test", "127.0.0.3"],
+          hosts: { "api.secret.test": "127.0.0.2" },
+          secrets: [{ host: "api.secret.test", env: "API_TOKEN", value: secret }],
+          ca: [upstreamCa.certPem],
+        },
+      });
+      const run = async (cmd: string) => (await sandbox.commands.run(cmd, { timeout: 60 }));
+      const url = `https://api.secret.test:${tlsOrigin.addr.port}/`;
+      const viaCurl = await run(
+        `curl -sS --max-time 10 -H "Authorization: Bearer $API_TOKEN" ${url}`,
+      );
+      assert.equal(viaCurl.stdout, "ok", viaCurl.stderr);
+      const viaPython = await run(
+        `python3 -c "import os, urllib.request as u; print(u.urlopen(u.Request('${url}', headers={'Authorization': 'Bearer ' + os.environ['API_TOKEN']})).read().decode())"`,
+      );
+      assert.equal(viaPython.stdout.trim(), "ok", viaPython.stderr);
+      assert.deepEqual(seenTls, [`Bearer ${secret}`, `Bearer ${secret}`]);
+      await run(
+        `curl -sS --max-time 10 -H "Authorization: Bearer $API_TOKEN" http://127.0.0.3:${plain.addr.port}/`,
+      );
+      const placeholder = (await run('printf %s "$API_TOKEN"')).stdout;
+      assert.match(placeholder, /^sandbar-placeholder-/);
+      assert.deepEqual(seenPlain, [`Bearer ${placeholder}`]);
+      // Nowhere inside: no process's environment, no file it can read.
+      const b64 = btoa(secret);
+      const found = await run(
+        `grep -rlF -- "$(printf %s ${b64} | base64 -d)" /proc/[0-9]*/environ /home/user /tmp /opt/sandbar/egress-ca /etc 2>/dev/null; echo searched`,
+      );
+      assert.equal(found.stdout, "searched\n");
+      await assert.rejects(
+        sandbox.network.update({ allow: ["x.test"], secrets: [] }),
+        /fixed when the sandbox is created/,
+      );
+      // A rule change keeps the secret.
+      await sandbox.network.update({
+        allow: ["api.secret.test"],
+        hosts: { "api.secret.test": "127.0.0.2" },
+      });
+      assert.equal(
+        (await run(`curl -sS -H "Authorization: Bearer $API_TOKEN" ${url}`)).stdout,
+        "ok",
+      );
+      assert.equal(seenTls.at(-1), `Bearer ${secret}`);
+    } finally {
+      await tlsOrigin.shutdown();
+      await plain.shutdown();
     }
   },
 });

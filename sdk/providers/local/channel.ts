@@ -31,6 +31,14 @@ export const RELAY_KEY_FILE = "relay_key";
 export const EGRESS_SOCKET = "egress.sock";
 /** The port of the egress bridge on 127.0.0.1 inside the sandbox (its proxy variables). */
 export const EGRESS_BRIDGE_PORT = 3128;
+/**
+ * The directory (in the sandbox's directory on the host) of its egress CA's certificate
+ * (`ca.pem`) and the system bundle with it (`bundle.pem`), bound read-only at
+ * {@linkcode EGRESS_CA_INSIDE}.
+ */
+export const EGRESS_CA_DIR = "egress-ca";
+/** Where the egress CA directory is inside the sandbox. */
+export const EGRESS_CA_INSIDE = "/opt/sandbar/egress-ca";
 
 const NEWLINE = new Uint8Array([10]);
 /** How long a connection to the socket may take to say who it is. */

@@ -35,6 +35,7 @@ import {
   ControlUnavailable,
   type LocalMetrics,
 } from "./control.ts";
+import { EGRESS_CA_DIR } from "./channel.ts";
 import { denoDir, findBwrap, INSIDE_DENO, launchPlan } from "./launch.ts";
 import { cacheSandboxModules, packageSource } from "./package_source.ts";
 import { isAlive, killTree, procReadable } from "./procfs.ts";
@@ -335,6 +336,15 @@ export class LocalProvider implements SandboxProvider {
     await Deno.mkdir(join(dir.run, "state"), { mode: 0o700 });
     const source = packageSource();
     await cacheSandboxModules(source, denoDir());
+    // Each secret's variable holds a placeholder inside; the value stays in the supervisor.
+    const network = withPlaceholders(request.network);
+    const envs = { ...request.envs };
+    for (const secret of network?.secrets ?? []) {
+      if (secret.env in envs || RESERVED_ENV.test(secret.env)) {
+        throw new ValidationError(`network.secrets: ${secret.env} is set in envs or reserved`);
+      }
+      envs[secret.env] = secret.placeholder!;
+    }
     const plan = launchPlan({
       source,
       denoDir: denoDir(),
@@ -347,12 +357,13 @@ export class LocalProvider implements SandboxProvider {
       memory: sizes.memory,
       cgroup: sizes.cgroup,
       channelDir: dir.channel,
-      envs: request.envs,
+      envs,
       serverToken,
       access: { env: ACCESS_TOKEN_ENV, token: accessToken },
       commandsFile,
       awaitClaim: pooled !== undefined,
       egress: request.network !== undefined,
+      egressCaDir: network?.secrets?.length ? join(dir.path, EGRESS_CA_DIR) : undefined,
     });
     for (const [name, value] of Object.entries(plan.secrets)) {
       await writeAtomic(join(dir.run, name), `${value}\n`, 0o600);
@@ -380,7 +391,7 @@ export class LocalProvider implements SandboxProvider {
       startTimeout,
       launch: { argv: plan.argv, env: plan.env },
       ...(pooled !== undefined ? { pool: { key: pooled } } : {}),
-      ...(request.network ? { network: request.network } : {}),
+      ...(network ? { network } : {}),
     };
     await writeState(dir, state);
     const supervisor = spawnSupervisor(
@@ -745,6 +756,18 @@ function warnNoIsolation(id: string): void {
       "processes under Deno permissions and the server's guards, with no namespaces; not a " +
       "boundary for hostile code. (Said once per process.)",
   );
+}
+
+/** `network` with a fresh placeholder for every secret that has none. */
+function withPlaceholders(network: NetworkConfig | undefined): NetworkConfig | undefined {
+  if (!network?.secrets) return network;
+  return {
+    ...network,
+    secrets: network.secrets.map((s) => ({
+      ...s,
+      placeholder: s.placeholder ?? `sandbar-placeholder-${newToken()}`,
+    })),
+  };
 }
 
 /** Wait (up to 5 s) until the supervisor process has exited, where /proc tells. */

@@ -34,7 +34,13 @@ import { narrowedServerArgv } from "../../../server/launch.ts";
 import { compilePolicy } from "../../../server/policy/compile.ts";
 import type { PolicyFile } from "../../../server/policy/schema.ts";
 import { ValidationError } from "../../errors/mod.ts";
-import { CHANNEL_SOCKET, EGRESS_BRIDGE_PORT, EGRESS_SOCKET, RELAY_KEY_FILE } from "./channel.ts";
+import {
+  CHANNEL_SOCKET,
+  EGRESS_BRIDGE_PORT,
+  EGRESS_CA_INSIDE,
+  EGRESS_SOCKET,
+  RELAY_KEY_FILE,
+} from "./channel.ts";
 import type { CgroupRef } from "./cgroup.ts";
 import { proxyEnvironment } from "../../../server/egress/identity_proxies.ts";
 import type { PackageSource } from "./package_source.ts";
@@ -79,6 +85,11 @@ export interface LaunchInputs {
    * bridges 127.0.0.1:3128 inside to the proxy's socket, and the proxy variables point there.
    */
   egress?: boolean;
+  /**
+   * The host directory of the sandbox's egress CA (secrets attached to hosts): bound read-only
+   * inside, and named by the variables TLS clients read their trusted certificates from.
+   */
+  egressCaDir?: string;
 }
 
 /** The command line, its environment, and the sandbox's home as seen inside. */
@@ -137,6 +148,25 @@ const ETC_FILES = [
   "magic.mime",
   "gitconfig",
 ];
+
+/**
+ * The variables TLS clients read trusted certificates from, for a sandbox whose egress CA is in
+ * `dir` (`ca.pem`, and `bundle.pem`: the system's roots and it): OpenSSL and curl, Python's
+ * `ssl` and `requests`, pip, git, Node and Deno.
+ */
+export function trustEnvironment(dir: string): Record<string, string> {
+  const bundle = `${dir}/bundle.pem`;
+  const ca = `${dir}/ca.pem`;
+  return {
+    SSL_CERT_FILE: bundle,
+    REQUESTS_CA_BUNDLE: bundle,
+    CURL_CA_BUNDLE: bundle,
+    PIP_CERT: bundle,
+    GIT_SSL_CAINFO: bundle,
+    NODE_EXTRA_CA_CERTS: ca,
+    DENO_CERT: ca,
+  };
+}
 
 /** The path of program `name` on PATH, or null. */
 export function onPath(name: string): string | null {
@@ -297,6 +327,7 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
   env.SANDBAR_EGRESS = "provider";
   const egressSocket = join(INSIDE_CHANNEL, EGRESS_SOCKET);
   if (inputs.egress) Object.assign(env, proxyEnvironment(`127.0.0.1:${EGRESS_BRIDGE_PORT}`));
+  if (inputs.egressCaDir) Object.assign(env, trustEnvironment(EGRESS_CA_INSIDE));
   server.push(
     "--port",
     "9000",
@@ -397,6 +428,7 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     cache,
     cache,
     ...(inputs.commandsFile ? ["--ro-bind", dirname(inputs.commandsFile), INSIDE_COMMANDS] : []),
+    ...(inputs.egressCaDir ? ["--ro-bind", inputs.egressCaDir, EGRESS_CA_INSIDE] : []),
     ...cgroupBinds(inputs.cgroup),
     "--chdir",
     INSIDE_HOME,

@@ -28,7 +28,13 @@
 import { basename, dirname, join } from "node:path";
 import { capabilityNames } from "../capabilities.ts";
 import { cgroupStats, createCgroup, enterArgv, freeze, killAll, removeCgroup } from "./cgroup.ts";
-import { EGRESS_SOCKET, newRelayKey, RELAY_KEY_FILE, RelayChannel } from "./channel.ts";
+import {
+  EGRESS_CA_DIR,
+  EGRESS_SOCKET,
+  newRelayKey,
+  RELAY_KEY_FILE,
+  RelayChannel,
+} from "./channel.ts";
 import { SandboxEgress } from "./egress.ts";
 import {
   type ClaimRequest,
@@ -241,7 +247,9 @@ class Supervisor {
           return { ...ok(), audit: this.egress.recent(request.limit) };
         }
         const closed = this.egress.update(request.network);
-        this.state.network = request.network === false ? { deny: ["*"] } : request.network;
+        const { secrets, ca } = this.state.network ?? {};
+        const next = request.network === false ? { deny: ["*"] } : request.network;
+        this.state.network = { ...next, ...(secrets ? { secrets } : {}), ...(ca ? { ca } : {}) };
         await this.save();
         return { ...ok(), closed };
       }
@@ -422,11 +430,12 @@ async function main(path: string): Promise<number> {
       // Before the sandbox starts too: its bridge connects here for every connection out.
       const socket = join(dir.channel, EGRESS_SOCKET);
       await Deno.remove(socket).catch(() => {});
-      sup.egress = SandboxEgress.start(
+      sup.egress = await SandboxEgress.start(
         socket,
         state.id,
         state.network,
         join(dir.path, "egress.jsonl"),
+        join(dir.path, EGRESS_CA_DIR),
       );
     }
   }
