@@ -52,6 +52,10 @@ const FLAGS = {
 export const USAGE =
   `usage: deno run -A engine/main.ts <verb> --manifest FILE --engine NAME [options]
 
+An engine is an analysis program (a model checker, an explorer) that this host starts as a child
+process and asks about a model over JSON-RPC on stdio; only engine authors and the tools that run
+engines need this command. The manifest (JSONC) says how to start each engine (docs/engine.md).
+
 verbs:
   describe   start the engine, check its Description against the manifest, print it
   covers     ask whether the engine takes a question

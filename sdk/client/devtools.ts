@@ -234,6 +234,7 @@ function toCodeResult(raw: unknown): CodeResult {
     ? results.map((x) => toOutput(x as Record<string, unknown>))
     : [];
   r.error = toError(error as Record<string, unknown>);
+  r.value = r.results.find((o) => o.isMainResult)?.text;
   r.outputFiles = (r.outputFiles ?? []).map((f) => ({
     ...f,
     size: f.size ?? 0,

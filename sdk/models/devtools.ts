@@ -75,6 +75,11 @@ export interface CodeResult {
   outputFiles: OutputFile[];
   /** Displays and the last expression's value, in order. */
   results?: CodeOutput[];
+  /**
+   * The last expression's value as text (the main result's `text`), or `undefined` when the code
+   * ended in a statement. This is what E2B calls `execution.text`; here `text` is stdout.
+   */
+  value?: string;
   /** The exception raised, or null. */
   error?: CodeError | null;
   /** The context it ran in. */

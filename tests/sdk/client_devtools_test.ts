@@ -12,6 +12,10 @@ Deno.test("devtools.runCode: python, javascript, typescript, bash; failures and 
   const py = await client.devtools.runCode("print(6 * 7)");
   assert.deepEqual([py.text, py.stdout, py.exitCode, py.language], ["42", "42\n", 0, "python"]);
   assert.deepEqual(py.outputFiles, []);
+  assert.equal(py.value, undefined, "print is a statement: no value");
+  // E2B's quickstart: its `execution.text` (the last expression's value) is `value` here.
+  const counted = await client.devtools.runCode("x = 1\nx += 1; x");
+  assert.deepEqual([counted.text, counted.value], ["", "2"]);
   const js = await client.devtools.runCode("console.log([1, 2].map((x) => x * 2).join(','))", {
     language: "javascript",
   });
