@@ -11,7 +11,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ApiError } from "../../errors.ts";
 import { commandRules, guardArgv } from "../../guards/commands/index.ts";
 import { guardCwd, guardedEnvironment, spawnFailure } from "../../process/start.ts";
-import { missingScope } from "../../policy/scopes.ts";
+import { type ActionPolicy, requireAction } from "../../policy/on_behalf.ts";
 import type { SpawnRequest } from "../../process/spawn.ts";
 import { hostPath } from "../environments/workspace.ts";
 import { McpServerError, redact } from "./errors.ts";
@@ -19,6 +19,13 @@ import { describeExit, ProcessStdioTransport } from "./process_transport.ts";
 import type { McpContext, McpToolConfig } from "./types.ts";
 
 type StdioTransportConfig = Extract<McpToolConfig["transport"], { type: "stdio" }>;
+
+/** What starting a stdio server needs of the owner's policy: what `POST /process/start` needs. */
+const STDIO_POLICY: ActionPolicy = {
+  scope: "process:run",
+  doing: "Running a stdio MCP server",
+  endpoint: "process_start",
+};
 
 function guarded<T>(label: string, param: string, fn: () => T): T {
   try {
@@ -36,24 +43,7 @@ export async function stdioRequest(
   ctx: McpContext,
 ): Promise<SpawnRequest> {
   const { state, identity } = ctx;
-  const missing = missingScope(identity.scopes, ["process:run"]);
-  if (missing) {
-    throw new McpServerError(
-      label,
-      "missing_scope",
-      `running a stdio MCP server needs the scope ${missing}`,
-      { param: "transport" },
-    );
-  }
-  const endpoint = state.policy.endpoints.get("process_start");
-  if (!endpoint?.enabled) {
-    throw new McpServerError(
-      label,
-      "endpoint_disabled",
-      "a stdio MCP server runs as process_start does, which this policy turns off",
-      { param: "transport", rule: endpoint?.rule ?? undefined },
-    );
-  }
+  guarded(label, "transport", () => requireAction(state.policy, identity, STDIO_POLICY));
   const argv = guarded(
     label,
     "transport.command",

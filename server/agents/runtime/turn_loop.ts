@@ -18,8 +18,8 @@
 import type { ApiError } from "../../errors.ts";
 import { newId } from "../ids.ts";
 import { CallCancelled } from "./tools/client_functions.ts";
-import type { ToolCall, ToolContext, ToolEnvironment, ToolProvider } from "./tools/tool.ts";
-import { toolError } from "./tools/tool.ts";
+import type { ToolCall, ToolEnvironment, ToolProvider } from "./tools/tool.ts";
+import { dispatchToolCall } from "./tools/registry.ts";
 import type { InputMessage } from "./live_session.ts";
 import {
   type FunctionToolDefinition,
@@ -289,7 +289,7 @@ async function modelStep(setup: TurnSetup, request: ModelRequest): Promise<ToolC
   return calls;
 }
 
-/** Run one tool call; answers the model's output. */
+/** Run one tool call through the registry; answers the model's output. */
 async function toolStep(setup: TurnSetup, call: ToolCall): Promise<string> {
   const rec = setup.recorder;
   rec.remember({
@@ -298,27 +298,7 @@ async function toolStep(setup: TurnSetup, call: ToolCall): Promise<string> {
     name: call.name,
     arguments: call.arguments,
   });
-  const provider = setup.tools.find((t) => t.handles(call.name));
-  const span = setup.trace.span(`tool ${call.name}`, "internal");
-  const context: ToolContext = {
-    state: setup.state,
-    identity: setup.identity,
-    environment: setup.environment,
-    signal: setup.signal,
-    recorder: rec,
-    audit: setup.audit,
-    attributes: { "gen_ai.tool.name": call.name, "gen_ai.tool.call.id": call.callId },
-  };
-  let output: string;
-  try {
-    output = provider
-      ? await provider.run(call, context)
-      : toolError("unknown_tool", `there is no tool named '${call.name}'`);
-  } catch (e) {
-    span.end(context.attributes, (e as Error).message);
-    throw e;
-  }
-  span.end(context.attributes, output.startsWith("error") ? output : undefined);
+  const output = await dispatchToolCall(setup.tools, call, setup);
   rec.remember({ type: "function_call_output", call_id: call.callId, output });
   return output;
 }

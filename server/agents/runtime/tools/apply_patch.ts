@@ -16,6 +16,7 @@
 
 import { dirname, isAbsolute, join } from "node:path";
 import { ApiError } from "../../../errors.ts";
+import type { ActionPolicy } from "../../../policy/on_behalf.ts";
 import { makeDirectories } from "../../../files/entry_ops.ts";
 import { writeAtomically } from "../../../files/atomic_write.ts";
 import { resolveGuardedPath } from "../../../guards/paths/resolve.ts";
@@ -27,7 +28,6 @@ import { applyChunks, parsePatch, PatchError } from "./patch.ts";
 import {
   ArgumentsError,
   parseArguments,
-  requireToolScope,
   type ToolCall,
   type ToolContext,
   toolError,
@@ -156,6 +156,11 @@ export class ApplyPatchTool implements ToolProvider {
     return name === "apply_patch";
   }
 
+  /** An edit needs the owner's `files:write`. */
+  policy(): ActionPolicy {
+    return { scope: "files:write", doing: "Editing files" };
+  }
+
   /** Apply one patch. */
   async run(call: ToolCall, context: ToolContext): Promise<string> {
     const rec = context.recorder;
@@ -174,7 +179,7 @@ export class ApplyPatchTool implements ToolProvider {
       const args = parseArguments(call.arguments);
       if (typeof args.input !== "string") throw new ArgumentsError("'input' must be a string");
       if (!context.environment) throw new PatchError("this session has no environment");
-      requireToolScope(context, "files:write", "Editing files");
+      context.authorize();
       const changes = await plan(context.state, context.environment.workspace, args.input);
       await commit(context.state, changes);
       const lines = changes.map((c) =>
@@ -185,7 +190,7 @@ export class ApplyPatchTool implements ToolProvider {
       ok = true;
     } catch (e) {
       if (e instanceof ApiError) {
-        context.audit("apply_patch", e);
+        context.refused(e);
         output = toolError(e.code, e.message);
       } else if (e instanceof PatchError || e instanceof ArgumentsError) {
         output = toolError("invalid_patch", e.message);

@@ -14,6 +14,7 @@
  */
 
 import { ApiError } from "../../../errors.ts";
+import type { ActionPolicy } from "../../../policy/on_behalf.ts";
 import { commandRules, guardArgv, guardShellCommand } from "../../../guards/commands/index.ts";
 import { guardCwd, guardedEnvironment, spawnShell } from "../../../process/start.ts";
 import { TailBuffer } from "../../../../shared/tail_buffer.ts";
@@ -24,7 +25,6 @@ import { hostPath } from "../../environments/workspace.ts";
 import {
   ArgumentsError,
   parseArguments,
-  requireToolScope,
   type ToolCall,
   type ToolContext,
   toolError,
@@ -36,6 +36,13 @@ export const SHELL_TIMEOUT_MS = { default: 10 * 60_000, max: 60 * 60_000 };
 
 /** How much output the item keeps, and the model reads (the end of it). */
 export const SHELL_OUTPUT_BYTES = { item: 1024 * 1024, model: 64 * 1024 };
+
+/** What a call needs of the owner's policy: what `POST /process/shell` needs. */
+const SHELL_POLICY: ActionPolicy = {
+  scope: "process:run",
+  doing: "Running commands",
+  endpoint: "shell",
+};
 
 const DEFINITION: FunctionToolDefinition = {
   type: "function",
@@ -101,19 +108,6 @@ function workdirPath(context: ToolContext, workdir: string | undefined): string 
   return `${workspace}/${workdir}`;
 }
 
-/** Check the identity may run commands at all. */
-function checkAllowed(context: ToolContext): void {
-  requireToolScope(context, "process:run", "Running commands");
-  const endpoint = context.state.policy.endpoints.get("shell");
-  if (!endpoint?.enabled) {
-    throw new ApiError(
-      "endpoint_disabled",
-      "Commands run as the shell endpoint does, which this policy turns off",
-      { endpoint: "shell", rule: endpoint?.rule ?? undefined },
-    );
-  }
-}
-
 /** The `shell` tool. */
 export class ShellTool implements ToolProvider {
   /** Offered only with an environment. */
@@ -124,6 +118,11 @@ export class ShellTool implements ToolProvider {
   /** Calls to `shell`. */
   handles(name: string): boolean {
     return name === "shell";
+  }
+
+  /** A command runs as the `shell` endpoint would, for the session's owner. */
+  policy(): ActionPolicy {
+    return SHELL_POLICY;
   }
 
   /** Run one command. */
@@ -162,7 +161,7 @@ export class ShellTool implements ToolProvider {
     const out = new TailBuffer(SHELL_OUTPUT_BYTES.item);
     const decoder = new TextDecoder();
     try {
-      checkAllowed(context);
+      context.authorize();
       const rules = commandRules(context.state.policy);
       const inner = typeof args.command === "string"
         ? [shellPath(), "-lc", guardShellCommand(rules, args.command, "command")]
@@ -189,7 +188,7 @@ export class ShellTool implements ToolProvider {
       );
     } catch (e) {
       if (e instanceof ApiError) {
-        context.audit("shell", e);
+        context.refused(e);
         return fail(e.code, e.message);
       }
       return fail("sandbox_error", (e as Error).message);

@@ -6,14 +6,15 @@
  *
  * A refusal by a guard (scope, path, command, environment) is not an exception out of the
  * loop: the provider answers it as a tool error carrying the guard's code, which the model
- * reads, and the refusal is audited.
+ * reads, and the refusal is audited. The dispatcher (`registry.ts`) makes the policy checks a
+ * provider declares and audits refusals, so providers do neither themselves.
  *
  * @module
  */
 
-import { ApiError } from "../../../errors.ts";
+import type { ApiError } from "../../../errors.ts";
 import type { Identity } from "../../../policy/compile.ts";
-import { missingScope } from "../../../policy/scopes.ts";
+import type { ActionPolicy } from "../../../policy/on_behalf.ts";
 import type { ServerState } from "../../../state.ts";
 import type { FunctionToolDefinition } from "../model/model.ts";
 import type { TurnRecorder } from "../recorder.ts";
@@ -42,8 +43,14 @@ export interface ToolContext {
   signal: AbortSignal;
   /** Where the call records its items and events. */
   recorder: TurnRecorder;
-  /** Write a refusal to the audit log. */
-  audit(tool: string, error: ApiError): void;
+  /**
+   * Check what the provider declares the call needs of the owner's policy (its
+   * {@linkcode ToolProvider.policy}); throws the refusal. Set by the dispatcher
+   * (`registry.ts`), called by the tool when its arguments are known.
+   */
+  authorize(): void;
+  /** Audit a refusal of this call (by {@linkcode ToolContext.authorize} or a guard). */
+  refused(error: ApiError): void;
   /** Attributes of the call's trace span, filled in by the tool (command, exit code). */
   attributes: Record<string, string | number | boolean>;
 }
@@ -64,6 +71,8 @@ export interface ToolProvider {
   definitions(): FunctionToolDefinition[];
   /** Whether a call to `name` is this provider's. */
   handles(name: string): boolean;
+  /** What a call to `name` needs of the owner's policy, if anything (checked by the dispatcher). */
+  policy?(name: string): ActionPolicy | undefined;
   /** Run a call; answers what the model reads as the call's output. */
   run(call: ToolCall, context: ToolContext): Promise<string>;
 }
@@ -102,17 +111,5 @@ export class ArgumentsError extends Error {
   constructor(message: string) {
     super(message);
     this.name = "ArgumentsError";
-  }
-}
-
-/**
- * Refuse with `missing_scope` unless the identity that owns the session holds `scope`; a
- * session without an owner holds none. `doing` names the action in the message ("Editing files").
- */
-export function requireToolScope(context: ToolContext, scope: string, doing: string): void {
-  const identity = context.identity;
-  const missing = identity ? missingScope(identity.scopes, [scope]) : scope;
-  if (missing) {
-    throw new ApiError("missing_scope", `${doing} needs the scope ${missing}`, { scope: missing });
   }
 }
