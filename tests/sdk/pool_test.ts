@@ -139,6 +139,39 @@ Deno.test("the pool refills after a claim; other options and other packages are 
 
 const BASE = { template: "base", timeout: 60, metadata: {}, envs: {}, secure: true };
 
+Deno.test("a claimed sandbox's tokens cannot be found from inside it, its server's stdin included", async () => {
+  const provider = new LocalProvider({ home, pool: 1 });
+  await provider.drainPool();
+  await (await Sandbox.create({ provider })).kill();
+  const pooled = await eventually("the pool has a sandbox", async () => {
+    const ids = await waitingIds();
+    return ids.length === 1 ? ids[0] : null;
+  }, 60_000);
+  const sandbox = await Sandbox.create({ provider });
+  assert.equal(sandbox.id, pooled);
+  try {
+    const state = await stateOf(sandbox.id);
+    const tokens: string[] = [state.serverToken, state.accessToken, state.gatewayToken];
+    const search = await sandbox.commands.run(
+      [
+        'for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do cat "$f" 2>/dev/null; echo; done',
+        "find / -xdev \\( -path /proc -o -path /sys -o -path /usr -o -path /dev \\) -prune -o " +
+        "-type f -size -2M -print 2>/dev/null | xargs -r cat 2>/dev/null",
+      ].join("; "),
+      { timeout: 60 },
+    );
+    for (const token of tokens) assert.ok(!search.stdout.includes(token), "a token was found");
+    // The claim came through the server's stdin: its descriptors are closed to the sandbox.
+    const stdin = await sandbox.commands.run(
+      "for p in $(pgrep -f 'main[.]ts .*--await-claim'); do echo server; " +
+        "(exec 3</proc/$p/fd/0) 2>/dev/null && echo readable || echo closed; done",
+    );
+    assert.equal(stdin.stdout, "server\nclosed\n", stdin.stderr);
+  } finally {
+    await sandbox.kill();
+  }
+});
+
 Deno.test("requests that differ only in what a claim applies share a pool key", async () => {
   const base = BASE;
   const a = await poolKey({ ...base, envs: { A: "1" }, metadata: { m: "x" }, timeout: 5 }, "bwrap");
