@@ -25,8 +25,25 @@ function paramCount(path: string): number {
   return path.split("/").filter((s) => s.startsWith(":")).length;
 }
 
+/**
+ * OpenAI API paths a client may try that this server does not serve, with what to use instead:
+ * the `openai` client pointed at the sandbox reaches them, and a bare "Not found" would leave the
+ * caller guessing whether the path or the server is wrong.
+ */
+const NOT_SERVED: Readonly<Record<string, string>> = {
+  "/v1/chat/completions": "Chat Completions is not served by the sandbox: use the Responses " +
+    "API (client.responses.create, POST /v1/responses), proxied to the sandbox's upstream " +
+    "(which may itself speak Chat Completions: the policy's agents.upstream.api)",
+  "/v1/completions": "Completions is not served by the sandbox: use the Responses API " +
+    "(client.responses.create, POST /v1/responses)",
+};
+
 function notFound(path: string): ApiError {
-  return new ApiError("not_found", `Not found: ${path}`);
+  const instead = Object.hasOwn(NOT_SERVED, path) ? NOT_SERVED[path] : undefined;
+  return new ApiError(
+    "not_found",
+    instead ? `Not found: ${path}. ${instead}` : `Not found: ${path}`,
+  );
 }
 
 /** The two applications. */

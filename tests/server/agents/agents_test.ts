@@ -192,3 +192,18 @@ Deno.test("agents: scopes agents:read for GET and agents:write for the rest", as
   assert.ok(refused instanceof OpenAI.PermissionDeniedError);
   assert.equal((refused.error as { code: string }).code, "missing_scope");
 });
+
+Deno.test("chat.completions through the same client says plainly it is not served, and what to use", async () => {
+  await using server = await startAgentsServer();
+  const e = await rejection(() =>
+    server.client.chat.completions.create({
+      model: "m",
+      messages: [{ role: "user", content: "hi" }],
+    })
+  );
+  assert.ok(e instanceof OpenAI.NotFoundError);
+  assert.match(
+    String(e.message),
+    /Not found: \/v1\/chat\/completions\. Chat Completions is not served by the sandbox: use the Responses API \(client\.responses\.create/,
+  );
+});
