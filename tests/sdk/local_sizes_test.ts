@@ -12,6 +12,7 @@ import {
   dropSandbarHome,
   holdsWithin,
   processesMentioning,
+  runChild,
   useSandbarHome,
 } from "./sandbox_helpers.ts";
 
@@ -323,5 +324,41 @@ Deno.test({
     assert.equal(await Sandbox.killById(sandbox.id), true);
     assert.ok(await holdsWithin(() => processesMentioning(`${dir}/`).length === 0));
     assert.throws(() => Deno.statSync(dir), "nothing on disk");
+  },
+});
+
+const unified = "/sys/fs/cgroup/unified";
+let hybrid = false;
+try {
+  hybrid = root && Deno.statSync(`${unified}/cgroup.controllers`).isFile &&
+    !Deno.readTextFileSync(`${unified}/cgroup.controllers`).includes("memory");
+} catch { /* not a hybrid host */ }
+
+Deno.test({
+  name: "a v2 hierarchy without the controllers: sizes asked for are E8004 saying why",
+  ignore: !hybrid, // needs a hybrid host: v2 mounted at /sys/fs/cgroup/unified, controllers on v1
+  fn: async () => {
+    const parent = `${unified}/sizes-test-${crypto.randomUUID().slice(0, 8)}`;
+    Deno.mkdirSync(parent);
+    try {
+      const out = JSON.parse(
+        await runChild(
+          `const r = {};
+           try { await sdk.Sandbox.create({ memory: 512 }); }
+           catch (e) { r.code = e.code; r.message = e.message; }
+           await using s = await sdk.Sandbox.create();
+           r.memoryMB = s.info.memoryMB; r.cpuCount = s.info.cpuCount;
+           console.log(JSON.stringify(r));`,
+          { SANDBAR_CGROUP: parent },
+        ),
+      );
+      assert.equal(out.code, "E8004");
+      assert.match(out.message, /cannot enforce memory/);
+      assert.match(out.message, /cgroup v2 controllers cpu, memory, pids are not delegated/);
+      assert.equal(out.memoryMB, null, "no default is in force where none can be enforced");
+      assert.equal(out.cpuCount, null);
+    } finally {
+      for (const d of [`${parent}/sandbar`, parent]) Deno.removeSync(d);
+    }
   },
 });

@@ -7,7 +7,7 @@
  * Why an image rather than the alternatives: a tmpfs with `size=` (bubblewrap's `--size`) is
  * memory, charged to the sandbox's memory limit, and gone when its mount namespace ends, so a
  * paused sandbox's files could not outlive its supervisor; project quotas need a file system
- * mounted with `prjquota`, which the host's is not by default. An image costs about 12 ms to make
+ * mounted with `prjquota`, which the host's is not by default. An image costs about 17 ms to make
  * (`mkfs.ext4` of a sparse file) and 10 ms to mount, takes on the host only what is written,
  * and survives the host: a sandbox paused when its supervisor dies is mounted again on resume.
  *
@@ -92,8 +92,11 @@ export async function makeImage(image: string, mb: number): Promise<void> {
   } finally {
     file.close();
   }
-  // -m 0: no blocks reserved for root (the sandbox gets all of its size).
-  await run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1", image]);
+  // -m 0: no blocks reserved for root (the sandbox gets all of its size). The inode tables and
+  // the journal are left unzeroed: the file is sparse, so they read as zeros anyway (17 ms and
+  // 1.2 MB on the host for 2 GiB, against 31 ms and 65 MB zeroing the journal).
+  const lazy = "lazy_itable_init=1,lazy_journal_init=1";
+  await run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", lazy, image]);
 }
 
 /** Mount the image at `dir` (no device files, no set-uid), unless it is mounted already. */
