@@ -124,6 +124,30 @@ async function cases(t: Deno.TestContext, env: Record<string, string>, all: bool
     await allGone("the context", found);
   });
 
+  await t.step("a python context is removed", async () => {
+    const d = await fresh(server, "python");
+    const ctx = await json(
+      await server.post("/code/run", { action: "create_context", language: "python" }),
+    );
+    // A new session and a grandchild whose parent exits: both leave the kernel's group.
+    const code = "import subprocess\n" +
+      `subprocess.Popen(["sh", "-c", ${
+        JSON.stringify(`echo $$ > ${d}/setsid.pid; exec sleep 300`)
+      }], ` +
+      "start_new_session=True)\n" +
+      `subprocess.run(["sh", "-c", ${
+        JSON.stringify(`( ${`sh -c 'echo $$ > ${d}/double.pid; exec sleep 300'`} & )`)
+      }])\n`;
+    const ran = await json(await server.post("/code/run", { context_id: ctx.id, code }));
+    assert.equal(ran.error, null, JSON.stringify(ran));
+    const names = ["setsid", "double"];
+    const found = await pids(d, names);
+    await json(
+      await server.post("/code/run", { action: "remove_context", context_id: ctx.id }),
+    );
+    await allGone("the python context", found);
+  });
+
   await t.step("the server stops", async () => {
     const d = join(dir, "..", `stop-${crypto.randomUUID()}`);
     await Deno.mkdir(d);
