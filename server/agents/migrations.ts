@@ -60,7 +60,9 @@ export const MIGRATIONS: readonly string[] = [
   // among them (their recorded owner, whose policy their tools run under, becomes `default`
   // too, so the owner that may reach one is the one it runs as). An automation another identity
   // had made is paused: it would otherwise start running under `default`'s policy unseen.
-  // Lists of one owner go by the second index.
+  // Lists of one owner's top-level objects go by a partial index of those alone: the children
+  // (turns, items, credentials), most of the writes, are listed under their parent and do not
+  // pay for it.
   `
   ALTER TABLE objects ADD COLUMN owner TEXT NOT NULL DEFAULT 'default';
   UPDATE objects SET body = json_set(body, '$.status', 'paused')
@@ -68,7 +70,7 @@ export const MIGRATIONS: readonly string[] = [
       AND coalesce(json_extract(body, '$._internal.owner'), 'default') <> 'default';
   UPDATE objects SET body = json_set(body, '$._internal.owner', 'default')
     WHERE kind IN ('session', 'automation') AND json_extract(body, '$._internal.owner') IS NOT NULL;
-  CREATE INDEX objects_by_owner ON objects(kind, parent, owner, seq);
+  CREATE INDEX objects_by_owner ON objects(kind, owner, seq) WHERE parent = '';
   `,
 ];
 

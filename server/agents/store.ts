@@ -185,20 +185,20 @@ export class AgentStore {
     sealed: Uint8Array | null,
     owner?: string,
   ): void {
-    if (parent === "" && !owner) throw new Error(`a ${kind} needs an owner`);
+    const text = typeof body === "string" ? body : JSON.stringify(body);
+    if (parent === "") {
+      if (!owner) throw new Error(`a ${kind} needs an owner`);
+      this.#stmt(
+        "INSERT INTO objects (id, kind, parent, created_at, body, sealed, owner) " +
+          "VALUES (?, ?, '', ?, ?, ?, ?)",
+      ).run(id, kind, createdAt, text, sealed, owner);
+      return;
+    }
+    // A child's owner is its parent's ('' when the parent is gone: nobody's but an operator's).
     this.#stmt(
       "INSERT INTO objects (id, kind, parent, created_at, body, sealed, owner) VALUES " +
-        "(?, ?, ?, ?, ?, ?, coalesce((SELECT owner FROM objects WHERE id = ?), ?))",
-    ).run(
-      id,
-      kind,
-      parent,
-      createdAt,
-      typeof body === "string" ? body : JSON.stringify(body),
-      sealed,
-      parent,
-      owner ?? "",
-    );
+        "(?, ?, ?, ?, ?, ?, coalesce((SELECT owner FROM objects WHERE id = ?), ''))",
+    ).run(id, kind, parent, createdAt, text, sealed, parent);
   }
 
   /**
@@ -301,8 +301,11 @@ export class AgentStore {
     filter: ListFilter,
     columns: string,
   ): { sql: string; args: (string | number)[] } {
-    const where = ["kind = ?", "parent = ?"];
-    const args: (string | number)[] = [kind, parent];
+    // A top-level list of one owner names `parent = ''` literally, so the partial index on
+    // owner (of top-level objects only) can serve it.
+    const ownTopLevel = filter.owner !== undefined && parent === "";
+    const where = ownTopLevel ? ["kind = ?", "parent = ''"] : ["kind = ?", "parent = ?"];
+    const args: (string | number)[] = ownTopLevel ? [kind] : [kind, parent];
     if (filter.owner !== undefined) {
       where.push("owner = ?");
       args.push(filter.owner);

@@ -138,7 +138,10 @@ export async function writeAtomically(
     pinned = PinnedDirectory.open(dirname(target), options.noSymlinks ?? true);
   } catch (e) {
     await body.cancel().catch(() => {});
-    if (e instanceof LibcCallError && e.code === "ELOOP") throw swapped(param);
+    // A link in the way, or the directory gone or no longer one since the check: changed.
+    if (e instanceof LibcCallError && ["ELOOP", "ENOENT", "ENOTDIR"].includes(e.code)) {
+      throw swapped(param);
+    }
     throw e;
   }
   if (!pinned) return await writeByPath(target, body, options, existing);

@@ -125,6 +125,13 @@ export async function makeDirectories(
         cause: e,
       });
     }
+    if (code === "ENOENT") {
+      // Made (or found) and gone before it was entered: changed by someone else meanwhile.
+      throw new ApiError("symlink_denied", `A part of ${path} changed while it was made`, {
+        param,
+        cause: e,
+      });
+    }
     throw e;
   } finally {
     dir.close();

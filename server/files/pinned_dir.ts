@@ -105,6 +105,69 @@ function parseStatx(buf: Uint8Array<ArrayBuffer>): EntryStat {
   };
 }
 
+/** A file a descriptor-based read refused: not a regular file, a second name, or too large. */
+export class UnreadableFileError extends Error {
+  /** Why, as a word: `not_a_file`, `hard_link` or `too_large`. */
+  readonly reason: "not_a_file" | "hard_link" | "too_large";
+  /** Make the error. */
+  constructor(reason: "not_a_file" | "hard_link" | "too_large", shown: string) {
+    super(`${shown}: ${reason.replaceAll("_", " ")}`);
+    this.name = "UnreadableFileError";
+    this.reason = reason;
+  }
+}
+
+/** The bytes of a regular file read through its descriptor, with what `statx` said of it. */
+export interface FileBytes {
+  /** Its content. */
+  bytes: Uint8Array<ArrayBuffer>;
+  /** The opened file itself (not a path's). */
+  stat: EntryStat;
+}
+
+/** Open flags of a read: never a final link, never pending on a FIFO. */
+const READ_FLAGS = C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK | C.O_CLOEXEC;
+
+/**
+ * Read the regular file open on `fd` (closed after): refused unless `statx` of that very
+ * descriptor says a regular file with one name (a second name may be one of a file outside the
+ * tree, such as the store key) of at most `maxBytes`.
+ */
+function readOpenFile(lib: Libc, fd: number, shown: string, maxBytes: number): FileBytes {
+  try {
+    const buf = new Uint8Array(256);
+    if (lib.statx(fd, cString(""), C.AT_EMPTY_PATH, C.STATX_BASIC_STATS, buf) !== 0) {
+      throw new LibcCallError(`statx(${shown})`);
+    }
+    const stat = parseStatx(buf);
+    if (stat.kind !== "file") throw new UnreadableFileError("not_a_file", shown);
+    if (stat.nlink > 1) throw new UnreadableFileError("hard_link", shown);
+    if (stat.size > maxBytes) throw new UnreadableFileError("too_large", shown);
+    // One more byte than announced is room to see it grew past the limit meanwhile.
+    let bytes = new Uint8Array(Math.min(stat.size, maxBytes) + 1);
+    let off = 0;
+    while (true) {
+      if (off === bytes.length) {
+        if (bytes.length > maxBytes) throw new UnreadableFileError("too_large", shown);
+        const grown = new Uint8Array(Math.min(bytes.length * 2, maxBytes + 1));
+        grown.set(bytes);
+        bytes = grown;
+      }
+      const n = Number(lib.read(fd, bytes.subarray(off), BigInt(bytes.length - off)));
+      if (n < 0) {
+        const e = errno();
+        if (errnoName(e) === "EINTR") continue;
+        throw new LibcCallError(`read(${shown})`, e);
+      }
+      if (n === 0) break;
+      off += n;
+    }
+    return { bytes: bytes.slice(0, off), stat: { ...stat, size: off } };
+  } finally {
+    lib.close(fd);
+  }
+}
+
 /** `openat2(AT_FDCWD, path)`: the descriptor, or null where the kernel has no `openat2`. */
 function openat2(lib: Libc, path: string, flags: number, resolve: number): number | null {
   const how = new BigUint64Array([BigInt(flags), 0n, BigInt(resolve)]);
@@ -172,6 +235,46 @@ export class PinnedDirectory {
     } finally {
       lib.close(fd);
     }
+  }
+
+  /**
+   * Read the regular file at `path` (absolute) through its descriptor, in one kernel lookup:
+   * with `noSymlinks` a link in any component is refused (`LibcCallError` `ELOOP`), and a final
+   * link always is. What is read is the file that was opened, whatever is swapped in after.
+   * Null when descriptors are not available here (the caller must then refuse, not fall back
+   * to a read by name). See {@linkcode readFile} for what is refused.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   * import { PinnedDirectory } from "./pinned_dir.ts";
+   * const dir = await Deno.realPath(await Deno.makeTempDir());
+   * await Deno.writeTextFile(`${dir}/a.txt`, "hi");
+   * await Deno.symlink(`${dir}/a.txt`, `${dir}/link`);
+   * const read = PinnedDirectory.readWithoutLinks(`${dir}/a.txt`, 1024, true)!;
+   * assert.equal(new TextDecoder().decode(read.bytes), "hi");
+   * assert.throws(() => PinnedDirectory.readWithoutLinks(`${dir}/link`, 1024, true), /ELOOP/);
+   * await Deno.remove(dir, { recursive: true });
+   * ```
+   */
+  static readWithoutLinks(path: string, maxBytes: number, noSymlinks: boolean): FileBytes | null {
+    const lib = loadLibc();
+    if (!lib) return null;
+    const resolve = noSymlinks ? C.RESOLVE_NO_SYMLINKS | C.RESOLVE_NO_MAGICLINKS : 0;
+    const fd = openat2(lib, path, READ_FLAGS, resolve);
+    if (fd === null) return null;
+    return readOpenFile(lib, fd, path, maxBytes);
+  }
+
+  /**
+   * Read the regular file `name` of this directory through its descriptor, never following a
+   * link: refused (`UnreadableFileError`) when it is not a regular file (a FIFO is never waited
+   * on), has a second name (a hard link), or holds more than `maxBytes`.
+   */
+  readFile(name: string, maxBytes: number): FileBytes {
+    const fd = this.#libc.openat(this.#fd, cString(name), READ_FLAGS, 0);
+    if (fd < 0) throw new LibcCallError(`openat(${name})`);
+    return readOpenFile(this.#libc, fd, name, maxBytes);
   }
 
   /** A subdirectory, opened without following a link (`ELOOP` or `ENOTDIR` if it is one). */

@@ -9,6 +9,7 @@
  * @module
  */
 
+import { removeEntry } from "../../files/entry_ops.ts";
 import type { z } from "zod";
 import type { Identity } from "../../policy/compile.ts";
 import type { ServerState } from "../../state.ts";
@@ -240,8 +241,10 @@ export async function prepareEnvironment(
       };
       presented = (commit ? commit.now(make) : store.transaction(make)).body;
     } catch (e) {
-      // No workspace of an environment that was not made.
-      await Deno.remove(workspace, { recursive: true }).catch(() => {});
+      // No workspace of an environment that was not made. Removed below its parent held by
+      // descriptor, never following a link: a swapped `agent-environments` removes nothing else.
+      await removeEntry(workspace, { directory: true, recursive: true, noSymlinks: true })
+        .catch(() => {});
       throw e;
     }
     if (steps.length > 0) startSetup(state, service, identity.id, id, secrets, prefix);

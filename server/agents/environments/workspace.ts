@@ -9,6 +9,8 @@
 
 import { dirname, join } from "node:path";
 import { writeAtomically } from "../../files/atomic_write.ts";
+import { makeDirectories } from "../../files/entry_ops.ts";
+import { PinnedDirectory } from "../../files/pinned_dir.ts";
 import { resolveGuardedPath } from "../../guards/paths/resolve.ts";
 import type { ServerState } from "../../state.ts";
 import { notFound } from "../errors.ts";
@@ -24,15 +26,47 @@ export function workspaceDir(state: ServerState, environmentId: string): string 
   return join(state.root, ENVIRONMENTS_DIR, environmentId);
 }
 
+/**
+ * An environment's workspace held open by descriptor, for reads a session's processes must not
+ * redirect: the server's root (the operator's own path, resolved), then `agent-environments` and
+ * the environment's directory, each opened without following a link, so a directory swapped for
+ * a link to the data directory is refused rather than entered. Null when descriptors are not
+ * available here; `LibcCallError` (`ELOOP`, `ENOTDIR`, `ENOENT`) when the workspace is not there
+ * as a plain directory.
+ */
+export function pinWorkspace(state: ServerState, environmentId: string): PinnedDirectory | null {
+  const root = PinnedDirectory.open(Deno.realPathSync(state.root), false);
+  if (!root) return null;
+  try {
+    const environments = root.child(ENVIRONMENTS_DIR);
+    try {
+      return environments.child(environmentId);
+    } finally {
+      environments.close();
+    }
+  } finally {
+    root.close();
+  }
+}
+
 /** The host path of a `/workspace/…` path. */
 export function hostPath(workspace: string, path: string): string {
   return join(workspace, path.slice("/workspace/".length));
 }
 
-/** Create the workspace directory, through the path guard. */
+/**
+ * Create the workspace directory, through the path guard; each missing directory is made in
+ * its parent held by descriptor, so `agent-environments` swapped for a link cannot make the
+ * workspace appear elsewhere.
+ */
 export async function createWorkspace(state: ServerState, workspace: string): Promise<void> {
   const guarded = resolveGuardedPath(state, workspace, "write", "environment");
-  await Deno.mkdir(guarded.path, { recursive: true });
+  if (guarded.ancestor.path === guarded.path) return;
+  await makeDirectories(guarded.ancestor.path, guarded.path, noSymlinks(state), "environment");
+}
+
+function noSymlinks(state: ServerState): boolean {
+  return state.policy.paths.symlinks !== "allow";
 }
 
 /** The bytes of a file parameter, as a stream, with the size when known. */
@@ -64,7 +98,25 @@ export async function materialise(
   const target = hostPath(workspace, file.path);
   const guarded = resolveGuardedPath(state, target, "write", `${param}.path`);
   const { body } = await fileSource(service, file, param, owner);
-  await Deno.mkdir(dirname(guarded.path), { recursive: true });
-  const st = await writeAtomically(guarded.path, body, { overwrite: true, param: `${param}.path` });
+  // Directories made, and the file written, in their parents held by descriptor: what a
+  // session's process swaps in meanwhile (a link to the data directory) is refused.
+  try {
+    if (guarded.ancestor.path !== dirname(guarded.path)) {
+      await makeDirectories(
+        guarded.ancestor.path,
+        dirname(guarded.path),
+        noSymlinks(state),
+        `${param}.path`,
+      );
+    }
+  } catch (e) {
+    await body.cancel().catch(() => {});
+    throw e;
+  }
+  const st = await writeAtomically(guarded.path, body, {
+    overwrite: true,
+    param: `${param}.path`,
+    noSymlinks: noSymlinks(state),
+  });
   return st.size;
 }

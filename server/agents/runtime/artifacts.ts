@@ -2,18 +2,30 @@
  * Artifacts: at the end of each turn, the regular files under the environment's `outputs/`
  * directory that are new or changed since the session last published them become immutable
  * artifacts. Their bytes are copied into the data directory (`artifacts/<id>`), so later edits
- * or deletes in the workspace do not change them. Links are not followed (a link to a file
- * outside would otherwise publish it) and every file is read through the path guard. At most
+ * or deletes in the workspace do not change them. Every directory and file is opened by
+ * descriptor without following a link (`files/pinned_dir.ts`), from the workspace down: a
+ * session's process that swaps a file or a directory for a link to the store key between the
+ * listing and the read gets a refusal, never the key. Each path also passes the policy's path
+ * rules. At most
  * {@linkcode ARTIFACT_LIMITS} files and bytes per file are published per turn.
  *
  * @module
  */
 
 import { join, relative } from "node:path";
-import { resolveGuardedPath } from "../../guards/paths/resolve.ts";
+import type { PinnedDirectory } from "../../files/pinned_dir.ts";
+import { decidePath } from "../../guards/paths/index.ts";
+import { ApiError } from "../../errors.ts";
+import { pinWorkspace } from "../environments/workspace.ts";
 import type { ServerState } from "../../state.ts";
 import { newId, unixNow } from "../ids.ts";
 import type { AgentStore } from "../store.ts";
+
+/** The policy's answer for reading `path` (its rules only: the read goes by descriptor). */
+function decideRead(state: ServerState, path: string): void {
+  const d = decidePath(state.policy.paths, state.root, path, "read");
+  if (!d.allowed) throw new ApiError(d.code!, d.reason, { param: "path" });
+}
 
 /** Limits of one publication. */
 export const ARTIFACT_LIMITS = { files: 1000, bytes: 256 * 1024 * 1024 };
@@ -29,27 +41,68 @@ async function sha256(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
 }
 
 /**
- * The regular files under `dir`, in name order, at most `budget.n`. Listed synchronously: a
- * local directory lists in microseconds, where each asynchronous listing or stat is a hop
- * through the runtime's thread pool that every turn's end waited for, publishing or not.
+ * The regular files under a pinned directory, as paths relative to it, in name order, at most
+ * `budget.n`. Every directory is entered by descriptor (`O_NOFOLLOW`): a link, or a directory
+ * swapped for one, is never followed. Listed synchronously: a local directory lists in
+ * microseconds, where each asynchronous listing is a hop through the runtime's thread pool.
  */
-function* files(dir: string, budget: { n: number }): Generator<string> {
-  let entries: Deno.DirEntry[];
+function files(dir: PinnedDirectory, prefix: string, budget: { n: number }): string[] {
+  const out: string[] = [];
+  let names: string[];
   try {
-    entries = [...Deno.readDirSync(dir)];
+    names = dir.names().sort();
   } catch {
-    return;
+    return out;
   }
-  entries.sort((a, b) => a.name < b.name ? -1 : 1);
-  for (const e of entries) {
-    if (budget.n <= 0) return;
-    const path = join(dir, e.name);
-    if (e.isSymlink) continue;
-    if (e.isDirectory) yield* files(path, budget);
-    else if (e.isFile) {
-      budget.n--;
-      yield path;
+  for (const name of names) {
+    if (budget.n <= 0) break;
+    let kind: string;
+    try {
+      kind = dir.stat(name).kind;
+    } catch {
+      continue; // gone meanwhile
     }
+    if (kind === "directory") {
+      let child: PinnedDirectory;
+      try {
+        child = dir.child(name);
+      } catch {
+        continue; // swapped for a link or gone: not entered
+      }
+      try {
+        out.push(...files(child, `${prefix}${name}/`, budget));
+      } finally {
+        child.close();
+      }
+    } else if (kind === "file") {
+      budget.n--;
+      out.push(`${prefix}${name}`);
+    }
+  }
+  return out;
+}
+
+/**
+ * Read `rel` below the pinned `outputs` directory through descriptors only: each directory on
+ * the way opened without following a link, the file itself opened `O_NOFOLLOW` and checked by
+ * its own `statx` (a regular file with one name, within the limit). Null when any of that fails:
+ * a link swapped in for the file or a directory on its way is refused, never read through.
+ */
+function readBelow(outputs: PinnedDirectory, rel: string): Uint8Array<ArrayBuffer> | null {
+  const parts = rel.split("/");
+  const name = parts.pop()!;
+  const opened: PinnedDirectory[] = [];
+  try {
+    let dir = outputs;
+    for (const part of parts) {
+      dir = dir.child(part);
+      opened.push(dir);
+    }
+    return dir.readFile(name, ARTIFACT_LIMITS.bytes).bytes;
+  } catch {
+    return null;
+  } finally {
+    for (const d of opened) d.close();
   }
 }
 
@@ -61,13 +114,34 @@ export async function publishArtifacts(
   session: { id: string; environmentId: string; workspace: string },
   turnId: string,
 ): Promise<Record<string, unknown>[]> {
-  const outputs = join(session.workspace, "outputs");
-  let found: Deno.FileInfo | null = null;
+  let outputs: PinnedDirectory | null = null;
   try {
-    found = Deno.lstatSync(outputs);
-  } catch { /* no outputs directory: nothing to publish */ }
-  if (!found?.isDirectory) return [];
-  const paths = [...files(outputs, { n: ARTIFACT_LIMITS.files })];
+    const workspace = pinWorkspace(state, session.environmentId);
+    if (!workspace) return []; // no descriptors here: nothing is read by name instead
+    try {
+      outputs = workspace.child("outputs");
+    } finally {
+      workspace.close();
+    }
+  } catch {
+    return []; // no outputs directory (or a link in its place): nothing to publish
+  }
+  try {
+    return await publishFrom(state, store, dataDir, session, turnId, outputs);
+  } finally {
+    outputs.close();
+  }
+}
+
+async function publishFrom(
+  state: ServerState,
+  store: AgentStore,
+  dataDir: string,
+  session: { id: string; environmentId: string; workspace: string },
+  turnId: string,
+  outputs: PinnedDirectory,
+): Promise<Record<string, unknown>[]> {
+  const paths = files(outputs, "", { n: ARTIFACT_LIMITS.files });
   if (paths.length === 0) return [];
   const latest = new Map<string, string>();
   for (
@@ -79,15 +153,16 @@ export async function publishArtifacts(
     latest.set(b.path, b._sha256);
   }
   const made: Record<string, unknown>[] = [];
-  for (const path of paths) {
-    let bytes: Uint8Array<ArrayBuffer>;
+  for (const rel of paths) {
+    const path = join(session.workspace, "outputs", rel);
     try {
-      const g = resolveGuardedPath(state, path, "read", "path", { followFinal: false });
-      if (!g.stat?.isFile || g.stat.size > ARTIFACT_LIMITS.bytes) continue;
-      bytes = await Deno.readFile(g.path);
+      // The policy's say on the path (`paths.deny`, read rights); the read itself is below.
+      decideRead(state, path);
     } catch {
-      continue; // refused by the guard, or gone meanwhile: not published
+      continue; // refused by the guard: not published
     }
+    const bytes = readBelow(outputs, rel);
+    if (bytes === null) continue; // a link, not a regular file, too large, or gone
     const apiPath = `/workspace/${relative(session.workspace, path)}`;
     const digest = await sha256(bytes);
     if (latest.get(apiPath) === digest) continue;

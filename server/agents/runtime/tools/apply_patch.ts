@@ -17,7 +17,8 @@
 import { dirname, isAbsolute, join } from "node:path";
 import { ApiError } from "../../../errors.ts";
 import type { ActionPolicy } from "../../../policy/on_behalf.ts";
-import { makeDirectories } from "../../../files/entry_ops.ts";
+import { makeDirectories, removeEntry } from "../../../files/entry_ops.ts";
+import { LibcCallError, PinnedDirectory, UnreadableFileError } from "../../../files/pinned_dir.ts";
 import { writeAtomically } from "../../../files/atomic_write.ts";
 import { resolveGuardedPath } from "../../../guards/paths/resolve.ts";
 import type { ServerState } from "../../../state.ts";
@@ -66,44 +67,71 @@ function onDisk(workspace: string, path: string): string {
   return isAbsolute(path) ? path : join(workspace, path);
 }
 
-async function readGuarded(state: ServerState, path: string): Promise<Uint8Array | null> {
+/** The most a patched file may hold. */
+const MAX_PATCHED_BYTES = 64 * 1024 * 1024;
+
+/**
+ * A file's bytes, or null when it does not exist. The guard decides on the path; the read goes
+ * by descriptor in one kernel lookup (`files/pinned_dir.ts`) that refuses a link in any component
+ * (unless the policy allows links) and always a final one: a file swapped for a link to the store
+ * key after the guard looked is refused, never read.
+ */
+function readGuarded(state: ServerState, path: string): Uint8Array | null {
   const g = resolveGuardedPath(state, path, "read", "input");
   if (!g.exists) return null;
   if (!g.stat?.isFile) throw new PatchError(`${path} is not a regular file`);
-  return await Deno.readFile(g.path);
+  let read;
+  try {
+    read = PinnedDirectory.readWithoutLinks(g.path, MAX_PATCHED_BYTES, noSymlinks(state));
+  } catch (e) {
+    if (e instanceof LibcCallError && e.code === "ENOENT") return null;
+    if (e instanceof LibcCallError && e.code === "ELOOP") {
+      throw new ApiError("symlink_denied", `${path} changed while it was read`, { param: "input" });
+    }
+    if (e instanceof UnreadableFileError) throw new PatchError(`${path}: ${e.message}`);
+    throw e;
+  }
+  if (!read) {
+    throw new ApiError("internal", "apply_patch needs descriptor-based reads (Linux 5.6 or later)");
+  }
+  return read.bytes;
+}
+
+function noSymlinks(state: ServerState): boolean {
+  return state.policy.paths.symlinks !== "allow";
 }
 
 /** Read everything and compute every change; nothing is written. */
-async function plan(state: ServerState, workspace: string, input: string): Promise<FileChange[]> {
+function plan(state: ServerState, workspace: string, input: string): FileChange[] {
   const changes = new Map<string, FileChange>();
-  const current = async (path: string) => {
+  const current = (path: string) => {
     const planned = changes.get(path);
     if (planned) return planned.after;
-    return await readGuarded(state, path);
+    return readGuarded(state, path);
   };
-  const set = async (path: string, shown: string, after: Uint8Array | null) => {
+  const set = (path: string, shown: string, after: Uint8Array | null) => {
     const g = resolveGuardedPath(state, path, after === null ? "delete" : "write", "input");
-    const before = changes.get(g.path)?.before ?? await readGuarded(state, g.path);
+    const before = changes.get(g.path)?.before ?? readGuarded(state, g.path);
     changes.set(g.path, { path: g.path, shown, after, before });
   };
   for (const op of parsePatch(input)) {
     const path = onDisk(workspace, op.path);
     if (op.type === "add") {
-      await set(path, op.path, encoder.encode(op.content));
+      set(path, op.path, encoder.encode(op.content));
     } else if (op.type === "delete") {
-      if (await current(path) === null) {
+      if (current(path) === null) {
         throw new PatchError(`Delete File ${op.path}: no such file`);
       }
-      await set(path, op.path, null);
+      set(path, op.path, null);
     } else {
-      const before = await current(path);
+      const before = current(path);
       if (before === null) throw new PatchError(`Update File ${op.path}: no such file`);
       const after = encoder.encode(applyChunks(decoder.decode(before), op.chunks, op.path));
       if (op.moveTo !== null) {
-        await set(path, op.path, null);
-        await set(onDisk(workspace, op.moveTo), op.moveTo, after);
+        set(path, op.path, null);
+        set(onDisk(workspace, op.moveTo), op.moveTo, after);
       } else {
-        await set(path, op.path, after);
+        set(path, op.path, after);
       }
     }
   }
@@ -113,19 +141,27 @@ async function plan(state: ServerState, workspace: string, input: string): Promi
 async function write(state: ServerState, path: string, bytes: Uint8Array | null): Promise<void> {
   if (bytes === null) {
     const g = resolveGuardedPath(state, path, "delete", "input");
-    if (g.exists) await Deno.remove(g.path);
+    // Unlinked in its directory held by descriptor: a directory on the way swapped for a link
+    // cannot make it remove a file elsewhere (the store key).
+    if (g.exists) {
+      await removeEntry(g.path, {
+        directory: false,
+        recursive: false,
+        noSymlinks: noSymlinks(state),
+        param: "input",
+      });
+    }
     return;
   }
   let g = resolveGuardedPath(state, path, "write", "input");
-  const noSymlinks = state.policy.paths.symlinks !== "allow";
   if (g.ancestor.path !== dirname(g.path)) {
-    await makeDirectories(g.ancestor.path, dirname(g.path), noSymlinks);
+    await makeDirectories(g.ancestor.path, dirname(g.path), noSymlinks(state));
     g = resolveGuardedPath(state, path, "write", "input");
   }
   await writeAtomically(g.path, new Response(bytes as Uint8Array<ArrayBuffer>).body!, {
     overwrite: true,
     directory: g.ancestor.stat,
-    noSymlinks,
+    noSymlinks: noSymlinks(state),
     param: "input",
   });
 }
@@ -180,7 +216,7 @@ export class ApplyPatchTool implements ToolProvider {
       if (typeof args.input !== "string") throw new ArgumentsError("'input' must be a string");
       if (!context.environment) throw new PatchError("this session has no environment");
       context.authorize();
-      const changes = await plan(context.state, context.environment.workspace, args.input);
+      const changes = plan(context.state, context.environment.workspace, args.input);
       await commit(context.state, changes);
       const lines = changes.map((c) =>
         `${c.after === null ? "D" : c.before === null ? "A" : "M"} ${c.shown}`
