@@ -155,6 +155,7 @@ export { DockerProvider, type DockerProviderOptions } from "./providers/docker/i
 export {
   Engine,
   type EngineAddress,
+  engineAddress,
   type EngineCallOptions,
   EngineError,
   HijackedStream,

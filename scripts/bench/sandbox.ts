@@ -18,14 +18,28 @@
  * `/health` p99 through its gateway while one sandbox runs a fork bomb and another allocates past
  * its memory in a loop (both `cpu: 1`), against the same neighbour with both idle (goal: 3x).
  *
- * `deno run -A scripts/bench/sandbox.ts [--runs 20] [--only cold|warm|memory|burst|sizes]`
+ * And the container provider (`docker`, issue 27): create-to-first-command of a docker sandbox
+ * beside a local one, interleaved in the same run, against the floor of a bare `docker run
+ * <image> true` through the Engine API (create, start, wait for its exit) of the same image
+ * (goal: docker sandbox p50 within 1.5x the bare run). It uses the engine `DOCKER_HOST` names
+ * when it has the image `SANDBAR_BENCH_IMAGE` (default the tests' base image), else starts a
+ * `dockerd` of its own under a temp directory with the tests' base image, stopped after.
+ *
+ * `deno run -A scripts/bench/sandbox.ts [--runs 20] [--only cold|warm|memory|burst|sizes|docker]`
  *
  * @module
  */
 
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
-import { LocalProvider, Sandbox } from "../../sdk/mod.ts";
+import { DockerProvider, Engine, engineAddress, LocalProvider, Sandbox } from "../../sdk/mod.ts";
+import {
+  BASE_IMAGE,
+  ensureBaseImage,
+  hasDockerd,
+  startDockerd,
+  type TestEngine,
+} from "../../tests/sdk/docker_engine.ts";
 import { PoolDir } from "../../sdk/providers/local/pool.ts";
 
 const MAIN = fileURLToPath(new URL("../../server/main.ts", import.meta.url));
@@ -354,11 +368,91 @@ async function burst(runs: number): Promise<void> {
   console.log(`  p99 / single cold p50 ${warmRatio.toFixed(2)}`);
 }
 
+/** A bare `docker run <image> true` through the API: create, start, wait for the exit. */
+async function bareDockerRun(engine: Engine, image: string): Promise<number> {
+  const t = performance.now();
+  const { Id } = await engine.call<{ Id: string }>("POST", "/containers/create", {
+    body: { Image: image, Cmd: ["true"], HostConfig: { NetworkMode: "none" } },
+  });
+  await engine.call("POST", `/containers/${Id}/start`);
+  await engine.call("POST", `/containers/${Id}/wait`);
+  const took = performance.now() - t;
+  await engine.call("DELETE", `/containers/${Id}`, { query: { force: true, v: true } });
+  return took;
+}
+
+async function createToFirst(create: () => Promise<Sandbox>): Promise<number> {
+  const t = performance.now();
+  const sandbox = await create();
+  try {
+    await sandbox.commands.run("true");
+    return performance.now() - t;
+  } finally {
+    await sandbox.kill();
+  }
+}
+
+/** The docker provider beside the local one and a bare `docker run` (issue 27). */
+export async function dockerCreate(runs: number): Promise<void> {
+  const image = Deno.env.get("SANDBAR_BENCH_IMAGE") ?? BASE_IMAGE;
+  let own: TestEngine | undefined;
+  let host = Deno.env.get("DOCKER_HOST") ?? "unix:///var/run/docker.sock";
+  const probe = new Engine(engineAddress(host));
+  const has = await probe.fetch("GET", `/images/${image}/json`, { accept: [404] })
+    .then(async (r) => (await r.body?.cancel(), r.ok), () => false);
+  probe.close();
+  if (!has) {
+    if (!hasDockerd()) return console.log("docker: skipped (no engine with the image, no dockerd)");
+    own = await startDockerd();
+    await ensureBaseImage(own);
+    host = own.host;
+  }
+  const engine = new Engine(engineAddress(host));
+  const docker = new DockerProvider({ host });
+  const local = new LocalProvider();
+  const n = Math.min(runs, 10);
+  const bare: number[] = [];
+  const inDocker: number[] = [];
+  const inLocal: number[] = [];
+  try {
+    for (let i = 0; i < WARMUP + n; i++) {
+      const b = await bareDockerRun(engine, image);
+      const d = await createToFirst(() => Sandbox.create(image, { provider: docker }));
+      const l = await createToFirst(() => Sandbox.create({ provider: local }));
+      if (i < WARMUP) continue;
+      bare.push(b);
+      inDocker.push(d);
+      inLocal.push(l);
+    }
+  } finally {
+    engine.close();
+    docker.engine.close();
+    await own?.stop();
+  }
+  const ratio = percentile(inDocker, 0.5) / percentile(bare, 0.5);
+  console.log(`docker (${image}), ${n} runs each, interleaved`);
+  console.log(
+    `bare docker run <image> true (API)        p50 ${ms(bare, 0.5)}, p90 ${ms(bare, 0.9)}`,
+  );
+  console.log(
+    `docker sandbox: create to first command   p50 ${ms(inDocker, 0.5)}, p90 ${ms(inDocker, 0.9)}`,
+  );
+  console.log(
+    `local sandbox: create to first command    p50 ${ms(inLocal, 0.5)}, p90 ${ms(inLocal, 0.9)}`,
+  );
+  console.log(
+    `ratio docker sandbox / bare run (p50)     ${ratio.toFixed(2)} (goal 1.5: ${
+      ratio <= 1.5 ? "met" : "NOT met"
+    })`,
+  );
+}
+
 const SECTIONS: Record<string, (runs: number) => Promise<void>> = {
   warm: warmClaims,
   memory: idleMemory,
   burst,
   sizes,
+  docker: dockerCreate,
 };
 
 if (import.meta.main) await main();

@@ -145,7 +145,8 @@ H=${INSIDE.host}
 mkdir -p ${INSIDE.run}/state ${INSIDE.home} /tmp
 (
   found=""
-  if command -v python3 >/dev/null 2>&1 && python3 -c 'import ipykernel' >/dev/null 2>&1; then
+  if command -v python3 >/dev/null 2>&1 && python3 -c 'import importlib.util as u, sys
+sys.exit(u.find_spec("ipykernel") is None)' >/dev/null 2>&1; then
     found="$found code"
   fi
   if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then
