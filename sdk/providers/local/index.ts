@@ -836,11 +836,19 @@ export async function fillPool(
   key: string,
   size: number,
   signal?: AbortSignal,
+  delayMs = 0,
 ): Promise<number> {
   const pool = new PoolDir(home, key);
   if (!(await pool.lock())) return 0;
   let started = 0;
   try {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, delayMs);
+      signal?.addEventListener("abort", () => {
+        clearTimeout(timer);
+        resolve();
+      }, { once: true });
+    });
     const killer = new LocalProvider({ home, pool: 0 });
     for (const stale of await pool.stalePeers()) {
       for (const id of await stale.ids()) await killer.kill(id).catch(() => false);
@@ -863,7 +871,12 @@ export async function fillPool(
         await provider.kill(id);
         break;
       }
-      await pool.add(id);
+      try {
+        await pool.add(id);
+      } catch (e) {
+        await provider.kill(id); // the pool was drained meanwhile: nobody could claim it
+        throw e;
+      }
       started++;
     }
   } finally {

@@ -310,8 +310,12 @@ export class PoolDir {
   }
 }
 
-/** Seconds a filler waits before it starts. */
-const FILL_DELAY_S = 1;
+/**
+ * How long a filler waits, holding the pool's lock, before it starts sandboxes: the program that
+ * just claimed one is about to use it, and a refill (a sandbox's three Deno starts) would compete
+ * with its first commands.
+ */
+export const FILL_DELAY_MS = 1000;
 
 // The filler reads /proc (liveness of supervisors) and starts sandboxes: as the supervisor, -A.
 const FILLER_FLAGS = ["run", "-A", "--no-config", "--no-lock", "--no-prompt"];
@@ -336,9 +340,7 @@ export function spawnFiller(home: string, key: string, size: number): void {
     key,
     String(size),
   ];
-  // A second's pause first: the program that just claimed a sandbox is about to use it, and a
-  // refill (a Deno start, then a sandbox's three) would compete with its first commands.
-  const sh = ["/bin/sh", "-c", `sleep ${FILL_DELAY_S}; exec "$@" >>"$0" 2>&1`, log, ...deno];
+  const sh = ["/bin/sh", "-c", 'exec "$@" >>"$0" 2>&1', log, ...deno];
   const setsid = onPath("setsid");
   const argv = setsid ? [setsid, "--fork", ...sh] : sh;
   const child = new Deno.Command(argv[0], {

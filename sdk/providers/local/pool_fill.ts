@@ -10,6 +10,7 @@
  */
 
 import { fillPool } from "./index.ts";
+import { FILL_DELAY_MS } from "./pool.ts";
 
 if (import.meta.main) {
   const [home, key, size] = Deno.args;
@@ -21,7 +22,7 @@ if (import.meta.main) {
   const stop = new AbortController();
   Deno.addSignalListener("SIGTERM", () => stop.abort());
   try {
-    const started = await fillPool(home, key, Number(size), stop.signal);
+    const started = await fillPool(home, key, Number(size), stop.signal, FILL_DELAY_MS);
     console.error(`sandbar pool ${key}: started ${started}`);
   } catch (e) {
     console.error(`sandbar pool ${key}: ${(e as Error).message}`);
