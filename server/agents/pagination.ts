@@ -10,7 +10,7 @@
 
 import { invalid } from "./errors.ts";
 import { PageCache } from "./page_cache.ts";
-import { type ParsedQuery, parseQuery } from "./request.ts";
+import { type ParsedQuery, parseQuery } from "./v1_request_reader.ts";
 import type { AgentStore, ListFilter, StoredObject } from "./store.ts";
 
 /** The query parameters every list takes. */
@@ -47,7 +47,7 @@ export interface PageRequest {
  * ```ts
  * import assert from "node:assert/strict";
  * import { pageRequest } from "./pagination.ts";
- * import { parseQuery } from "./request.ts";
+ * import { parseQuery } from "./v1_request_reader.ts";
  * assert.deepEqual(pageRequest(parseQuery("limit=5", ["limit"])), { after: undefined, limit: 5, order: "desc" });
  * assert.throws(() => pageRequest(parseQuery("limit=0", ["limit"])), /limit/);
  * ```

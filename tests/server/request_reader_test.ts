@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { type EndpointId, ENDPOINTS } from "../../server/endpoints.ts";
 import { ApiError } from "../../server/errors.ts";
-import { parseBody } from "../../server/request.ts";
+import { parseBody } from "../../server/request_reader.ts";
 import { nearestName } from "../../shared/nearest_name.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 

@@ -17,7 +17,7 @@ import { conflict, invalid, notFound } from "../errors.ts";
 import { newId } from "../ids.ts";
 import { idempotentCreate, json } from "../idempotency.ts";
 import { listPage, PAGE_PARAMS, pageRequest } from "../pagination.ts";
-import { parseQuery, readJson } from "../request.ts";
+import { parseQuery, readJson } from "../v1_request_reader.ts";
 import { prepareSession } from "../domain/sessions.ts";
 import {
   automationCreateSchema,

@@ -13,7 +13,7 @@ import type { HandlerMap } from "../../pipeline/handler.ts";
 import { notFound } from "../errors.ts";
 import { idempotentCreate, json } from "../idempotency.ts";
 import { listPage, PAGE_PARAMS, pageRequest } from "../pagination.ts";
-import { parseQuery, readJson } from "../request.ts";
+import { parseQuery, readJson } from "../v1_request_reader.ts";
 import { emptyBodySchema } from "../schemas/automations.ts";
 import { agentsService } from "../service.ts";
 import { storedAutomation } from "./automations_resource.ts";

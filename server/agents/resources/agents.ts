@@ -12,7 +12,7 @@ import { notFound } from "../errors.ts";
 import { newId, unixNow } from "../ids.ts";
 import { idempotentCreate, json, jsonText } from "../idempotency.ts";
 import { plainListText } from "../pagination.ts";
-import { readJson } from "../request.ts";
+import { readJson } from "../v1_request_reader.ts";
 import { agentCreateSchema, agentUpdateSchema } from "../schemas/agents.ts";
 import { applyFields, newAgentBody } from "../domain/agents.ts";
 import { agentsService } from "../service.ts";

@@ -21,7 +21,7 @@ import {
 } from "../domain/environments.ts";
 import { idempotentCreate, json } from "../idempotency.ts";
 import { listPage, PAGE_PARAMS, pageRequest } from "../pagination.ts";
-import { parseQuery, readJson } from "../request.ts";
+import { parseQuery, readJson } from "../v1_request_reader.ts";
 import { environmentCreateSchema, environmentFileSchema } from "../schemas/environments.ts";
 import { agentsService } from "../service.ts";
 import { tenantOf } from "../tenants.ts";

@@ -21,7 +21,7 @@ import { invalid, notFound } from "../errors.ts";
 import { newId, unixNow } from "../ids.ts";
 import { idempotentCreate, json, jsonText } from "../idempotency.ts";
 import { listPageText, PAGE_PARAMS, pageRequest } from "../pagination.ts";
-import { parseQuery } from "../request.ts";
+import { parseQuery } from "../v1_request_reader.ts";
 import { agentsService } from "../service.ts";
 import { FILE_PURPOSES, fileContentPath, filesDir } from "../domain/files.ts";
 import type { AgentsCore } from "../core.ts";

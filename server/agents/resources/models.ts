@@ -12,7 +12,7 @@ import type { HandlerMap } from "../../pipeline/handler.ts";
 import type { ServerEnv } from "../../state.ts";
 import { notFound } from "../errors.ts";
 import { json } from "../idempotency.ts";
-import { parseQuery } from "../request.ts";
+import { parseQuery } from "../v1_request_reader.ts";
 import { type AgentsService, agentsService } from "../service.ts";
 import { callUpstream } from "../upstream.ts";
 

@@ -16,7 +16,7 @@ import { invalid, notFound } from "../errors.ts";
 import { unixNow } from "../ids.ts";
 import { idempotentCreate, json } from "../idempotency.ts";
 import { listPage, PAGE_PARAMS, pageRequest } from "../pagination.ts";
-import { parseQuery, readJson } from "../request.ts";
+import { parseQuery, readJson } from "../v1_request_reader.ts";
 import { inputTokensSchema, responseCreateSchema } from "../schemas/responses.ts";
 import { type AgentsService, agentsService } from "../service.ts";
 import { tenantOf } from "../tenants.ts";

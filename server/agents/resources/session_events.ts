@@ -18,7 +18,7 @@ import type { AgentsId } from "../../endpoints.ts";
 import type { HandlerMap } from "../../pipeline/handler.ts";
 import { envelopeResponse, invalid } from "../errors.ts";
 import { idempotentCreate } from "../idempotency.ts";
-import { readJson } from "../request.ts";
+import { readJson } from "../v1_request_reader.ts";
 import type { SessionBody } from "../runtime/records.ts";
 import { sseResponse } from "../runtime/sse.ts";
 import { inputEventsSchema } from "../schemas/sessions.ts";

@@ -10,7 +10,7 @@ import type { HandlerMap } from "../../pipeline/handler.ts";
 import { invalid, notFound } from "../errors.ts";
 import { json, jsonText } from "../idempotency.ts";
 import { listPage, PAGE_PARAMS, pageRequest } from "../pagination.ts";
-import { parseQuery } from "../request.ts";
+import { parseQuery } from "../v1_request_reader.ts";
 import { artifactContentPath } from "../runtime/artifacts.ts";
 import { publicBody } from "../runtime/records.ts";
 import { agentsService } from "../service.ts";

@@ -11,7 +11,7 @@ import type { HandlerMap } from "../../pipeline/handler.ts";
 import { notFound } from "../errors.ts";
 import { json, jsonText } from "../idempotency.ts";
 import { listPage, listPageText, PAGE_PARAMS, pageRequest } from "../pagination.ts";
-import { parseQuery } from "../request.ts";
+import { parseQuery } from "../v1_request_reader.ts";
 import { agentsService } from "../service.ts";
 import { storedSession } from "./sessions.ts";
 

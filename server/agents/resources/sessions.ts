@@ -15,7 +15,7 @@ import type { ServerEnv } from "../../state.ts";
 import { invalid, notFound } from "../errors.ts";
 import { idempotentCreate, json } from "../idempotency.ts";
 import { listPage, PAGE_PARAMS, pageRequest } from "../pagination.ts";
-import { parseQuery, readJson } from "../request.ts";
+import { parseQuery, readJson } from "../v1_request_reader.ts";
 import { artifactContentPath } from "../runtime/artifacts.ts";
 import { type AgentConfig, publicBody, type SessionBody } from "../runtime/records.ts";
 import { busyError } from "../runtime/runtime.ts";

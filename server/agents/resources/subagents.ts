@@ -14,7 +14,7 @@ import type { ServerEnv } from "../../state.ts";
 import { notFound } from "../errors.ts";
 import { json, jsonText } from "../idempotency.ts";
 import { listPage, listPageText, PAGE_PARAMS, pageRequest } from "../pagination.ts";
-import { parseQuery } from "../request.ts";
+import { parseQuery } from "../v1_request_reader.ts";
 import { publicBody } from "../runtime/records.ts";
 import { agentsService } from "../service.ts";
 import type { StoredObject } from "../store.ts";

@@ -21,7 +21,7 @@ import {
 import { newId, unixNow } from "../ids.ts";
 import { idempotentCreate, json, jsonText } from "../idempotency.ts";
 import { listPageText, PAGE_PARAMS, pageRequest } from "../pagination.ts";
-import { parseQuery, readJson } from "../request.ts";
+import { parseQuery, readJson } from "../v1_request_reader.ts";
 import { type EnvironmentSettings, templateSchema } from "../schemas/environments.ts";
 import { type AgentsService, agentsService } from "../service.ts";
 import { templateSettings } from "../domain/environments.ts";

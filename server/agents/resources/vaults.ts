@@ -15,7 +15,7 @@ import { invalid, notFound } from "../errors.ts";
 import { newId, unixNow } from "../ids.ts";
 import { idempotentCreate, json, jsonText } from "../idempotency.ts";
 import { listPageText, PAGE_PARAMS, pageRequest } from "../pagination.ts";
-import { parseQuery, readJson } from "../request.ts";
+import { parseQuery, readJson } from "../v1_request_reader.ts";
 import {
   credentialCreateSchema,
   credentialUpdateSchema,

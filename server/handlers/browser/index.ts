@@ -17,7 +17,7 @@ import { confinements } from "../../confine/confinement.ts";
 import type { PageSession, Refusals } from "../../browser/session.ts";
 import { refusalError, UrlGuard } from "../../guards/urls/index.ts";
 import type { ServerEnv } from "../../state.ts";
-import { readBody } from "../../request.ts";
+import { readBody } from "../../request_reader.ts";
 import type { GroupHandlers } from "../../pipeline/handler.ts";
 import type { BrowserId } from "../../endpoints.ts";
 import type { Page } from "puppeteer-core";

@@ -8,7 +8,7 @@
 import { ApiError } from "../../errors.ts";
 import { z } from "zod";
 import { missingScope } from "../../policy/scopes.ts";
-import { readBody } from "../../request.ts";
+import { readBody } from "../../request_reader.ts";
 import type { GroupHandlers } from "../../pipeline/handler.ts";
 import type { CommandsId } from "../../endpoints.ts";
 

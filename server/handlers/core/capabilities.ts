@@ -12,7 +12,7 @@ import type { EndpointState, Identity } from "../../policy/compile.ts";
 import { missingScope } from "../../policy/scopes.ts";
 import type { ServerState } from "../../state.ts";
 import { SERVER_VERSION } from "../../version.ts";
-import { readBody } from "../../request.ts";
+import { readBody } from "../../request_reader.ts";
 import type { EndpointHandler } from "../../pipeline/handler.ts";
 
 /**

@@ -21,7 +21,7 @@ import type { EndpointHandler } from "../../pipeline/handler.ts";
 import { confinements } from "../../confine/confinement.ts";
 import type { Spawner } from "../../confine/spawner.ts";
 import { parseNumstat, parseStatus } from "./git_parse.ts";
-import { queryBool, queryInt } from "../../request.ts";
+import { queryBool, queryInt } from "../../request_reader.ts";
 import {
   enclosingRepository,
   GIT_SAFETY_OPTIONS,

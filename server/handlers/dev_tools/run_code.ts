@@ -20,7 +20,7 @@ import { eventLine, RunCollector } from "../../code/run_result.ts";
 import { commandRules, guardShellCommand } from "../../guards/commands/index.ts";
 import { envRules, guardEnv } from "../../guards/env/index.ts";
 import type { ServerState } from "../../state.ts";
-import { readBody } from "../../request.ts";
+import { readBody } from "../../request_reader.ts";
 import { guardCwd, guardedEnvironment } from "../../process/start.ts";
 import type { EndpointHandler } from "../../pipeline/handler.ts";
 

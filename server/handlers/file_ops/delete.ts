@@ -11,7 +11,7 @@ import { type GuardedPath, resolveGuardedPath } from "../../guards/paths/resolve
 import { assertTreeRemovable } from "../../guards/paths/tree.ts";
 import { removeEntry } from "../../files/entry_ops.ts";
 import type { ServerEnv, ServerState } from "../../state.ts";
-import { queryBool } from "../../request.ts";
+import { queryBool } from "../../request_reader.ts";
 
 /**
  * Refuse to remove (or move away) an allowed tree itself or one of its ancestors.

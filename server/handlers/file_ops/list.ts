@@ -12,7 +12,7 @@ import { resolveGuardedPath } from "../../guards/paths/resolve.ts";
 import { describePath, type FileInfo } from "../../files/info.ts";
 import { walkTree } from "../../files/tree_walk.ts";
 import type { ServerEnv, ServerState } from "../../state.ts";
-import { queryInt } from "../../request.ts";
+import { queryInt } from "../../request_reader.ts";
 
 /** The deepest `depth` a listing accepts. */
 export const MAX_LIST_DEPTH = 16;

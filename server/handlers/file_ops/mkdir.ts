@@ -11,7 +11,7 @@ import { ApiError } from "../../errors.ts";
 import { resolveGuardedPath } from "../../guards/paths/resolve.ts";
 import { makeDirectories } from "../../files/entry_ops.ts";
 import type { ServerEnv } from "../../state.ts";
-import { readBody } from "../../request.ts";
+import { readBody } from "../../request_reader.ts";
 
 const mkdirBody = z.strictObject({
   path: z.unknown(),

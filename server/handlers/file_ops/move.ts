@@ -15,7 +15,7 @@ import { assertTreeRemovable } from "../../guards/paths/tree.ts";
 import { moveEntry } from "../../files/entry_ops.ts";
 import type { ServerEnv } from "../../state.ts";
 import { assertNotAllowedRoot, assertUnchanged } from "./delete.ts";
-import { readBody } from "../../request.ts";
+import { readBody } from "../../request_reader.ts";
 
 const moveBody = z.strictObject({
   source: z.unknown(),

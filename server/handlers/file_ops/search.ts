@@ -11,7 +11,7 @@ import { resolveGuardedPath } from "../../guards/paths/resolve.ts";
 import { searchTree } from "../../files/search.ts";
 import type { ServerEnv } from "../../state.ts";
 import { isDeniedEntry } from "./list.ts";
-import { readBody } from "../../request.ts";
+import { readBody } from "../../request_reader.ts";
 
 const searchBody = z.strictObject({
   path: z.unknown(),

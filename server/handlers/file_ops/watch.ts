@@ -10,7 +10,7 @@ import { resolveGuardedPath } from "../../guards/paths/resolve.ts";
 import { WatcherRegistry } from "../../files/watcher.ts";
 import type { ServerEnv } from "../../state.ts";
 import { isDeniedEntry } from "./list.ts";
-import { queryBool } from "../../request.ts";
+import { queryBool } from "../../request_reader.ts";
 
 /**
  * Watch a directory or a file until the client goes away.

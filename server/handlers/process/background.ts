@@ -12,7 +12,7 @@ import type { OutputChunk } from "../../process/output.ts";
 import { type ProcessEntry, processTable } from "../../process/table.ts";
 import type { ServerEnv } from "../../state.ts";
 import type { EndpointHandler } from "../../pipeline/handler.ts";
-import { queryBool, querySeconds, readBody } from "../../request.ts";
+import { queryBool, querySeconds, readBody } from "../../request_reader.ts";
 import { exitFields, spawnFailure, spawnRequest } from "../../process/start.ts";
 import { StartBody } from "./schemas.ts";
 

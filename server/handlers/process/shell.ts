@@ -8,7 +8,7 @@
 import { exitFields, runToEnd, spawnRequest, spawnShell } from "../../process/start.ts";
 import type { ProcessEntry } from "../../process/table.ts";
 import type { EndpointHandler } from "../../pipeline/handler.ts";
-import { readBody } from "../../request.ts";
+import { readBody } from "../../request_reader.ts";
 import { DEFAULT_MAX_OUTPUT, ShellBody } from "./schemas.ts";
 
 /** Default timeout of `shell` and `shell_stream`, in seconds (the SDK's `commands.run`). */

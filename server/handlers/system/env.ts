@@ -14,7 +14,7 @@ import {
 } from "../../guards/env/index.ts";
 import { environmentStore } from "../../process/environment.ts";
 import type { EndpointHandler } from "../../pipeline/handler.ts";
-import { readBody } from "../../request.ts";
+import { readBody } from "../../request_reader.ts";
 
 const SetEnvBody = z.strictObject({ env: z.unknown().optional() });
 

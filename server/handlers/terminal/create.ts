@@ -13,7 +13,7 @@
 
 import { ApiError } from "../../errors.ts";
 import { TooManyTerminalsError } from "../../pty/manager.ts";
-import { readBody } from "../../request.ts";
+import { readBody } from "../../request_reader.ts";
 import { guardCwd } from "../../process/start.ts";
 import type { EndpointHandler } from "../../pipeline/handler.ts";
 import { guardShell, shellEnvironment } from "./guards.ts";

@@ -11,7 +11,7 @@ import type { TerminalId } from "../../endpoints.ts";
 import { ptyConnect } from "./connect.ts";
 import { ptyCreate } from "./create.ts";
 import { findTerminal, terminals } from "./lookup.ts";
-import { readBody } from "../../request.ts";
+import { readBody } from "../../request_reader.ts";
 import { ResizeBody } from "./schema.ts";
 import { viewTerminal } from "./view.ts";
 

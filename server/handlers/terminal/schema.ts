@@ -2,7 +2,7 @@
  * Wire schemas of the terminal group: the bodies of `POST /pty` and `POST /pty/:id/resize` and
  * the control messages a WebSocket client sends. Shapes are documented in
  * `docs/server/terminal.md`. Bodies are read by the server's one request reader
- * (`server/request.ts`), so a refusal reads as in every other group.
+ * (`server/request_reader.ts`), so a refusal reads as in every other group.
  *
  * @module
  */

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import OpenAI from "openai";
 import { listPageText, pageRequest } from "../../../server/agents/pagination.ts";
-import { parseQuery } from "../../../server/agents/request.ts";
+import { parseQuery } from "../../../server/agents/v1_request_reader.ts";
 import { AgentStore } from "../../../server/agents/store.ts";
 import { startAgentsServer } from "./helpers.ts";
 

@@ -1,5 +1,6 @@
 /**
- * The one place where `/v1/` requests are read and checked: JSON bodies against strict zod
+ * The request reader of the agents group, where `/v1/` requests are read and checked (every
+ * other group's is `server/request_reader.ts`): JSON bodies against strict zod
  * schemas (an unknown field is refused with its name, as the OpenAI API does), and query
  * strings as the official client encodes them (`qs` with brackets: `metadata[key]=value`,
  * `status[]=a&status[]=b`, percent-encoded). Every refusal names the field in `param`.
@@ -37,7 +38,7 @@ function paramOf(path: readonly PropertyKey[]): string {
  * ```ts
  * import assert from "node:assert/strict";
  * import { z } from "zod";
- * import { validate } from "./request.ts";
+ * import { validate } from "./v1_request_reader.ts";
  * const schema = z.strictObject({ name: z.string() });
  * assert.throws(() => validate(schema, { name: "a", nme: 1 }), /Unknown parameter: 'nme'/);
  * assert.throws(() => validate(schema, {}), /Missing required parameter: 'name'/);
@@ -114,7 +115,7 @@ export interface ParsedQuery {
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { parseQuery } from "./request.ts";
+ * import { parseQuery } from "./v1_request_reader.ts";
  * const q = parseQuery("limit=2&metadata%5Bteam%5D=a&status%5B%5D=active", ["limit", "metadata", "status"]);
  * assert.equal(q.maps.get("metadata")?.get("team"), "a");
  * assert.deepEqual(q.lists.get("status"), ["active"]);

@@ -1,6 +1,8 @@
 /**
- * The one request reader every handler uses: JSON bodies checked by a zod object schema, and the
- * typed query parameters (booleans, integers, seconds). Modelled on Hono's `validator`: one
+ * The request reader of every group but the agents group: JSON bodies checked by a zod object
+ * schema, and the typed query parameters (booleans, integers, seconds). (`/v1/` requests are
+ * read by `agents/v1_request_reader.ts`, in the OpenAI API's shapes: its query encoding and
+ * error envelope.) Modelled on Hono's `validator`: one
  * place, zod schemas, one error shape. Every refusal is a 400 whose `param` names what was
  * wrong:
  *
@@ -50,7 +52,7 @@ function knownKeys(schema: BodySchema): string[] {
  * ```ts
  * import assert from "node:assert/strict";
  * import { z } from "zod";
- * import { parseBody } from "./request.ts";
+ * import { parseBody } from "./request_reader.ts";
  * const Body = z.object({ path: z.string(), recursive: z.boolean().default(false) });
  * assert.deepEqual(parseBody('{"path":"a"}', Body), { path: "a", recursive: false });
  * assert.throws(() => parseBody('{"path":"a","recursiv":true}', Body), /did you mean "recursive"/);
@@ -95,7 +97,7 @@ export function parseBody<T extends BodySchema>(text: string, schema: T): z.outp
  * import { Hono } from "hono";
  * import type { ServerEnv } from "./state.ts";
  * import { z } from "zod";
- * import { readBody } from "./request.ts";
+ * import { readBody } from "./request_reader.ts";
  * const Body = z.object({ path: z.string() });
  * const app = new Hono<ServerEnv>().post("/", async (c) => c.json(await readBody(c, Body)));
  * const res = await app.request("/", { method: "POST", body: '{"path":"a"}' });
@@ -118,7 +120,7 @@ export async function readBody<T extends BodySchema>(
  * import assert from "node:assert/strict";
  * import { Hono } from "hono";
  * import type { ServerEnv } from "./state.ts";
- * import { queryBool } from "./request.ts";
+ * import { queryBool } from "./request_reader.ts";
  * const app = new Hono<ServerEnv>().get("/", (c) => c.json(queryBool(c, "recursive", false)));
  * assert.equal(await (await app.request("/?recursive=true")).json(), true);
  * assert.equal(await (await app.request("/")).json(), false);
@@ -142,7 +144,7 @@ export function queryBool(c: Context<ServerEnv>, name: string, fallback: boolean
  * import assert from "node:assert/strict";
  * import { Hono } from "hono";
  * import type { ServerEnv } from "./state.ts";
- * import { queryInt } from "./request.ts";
+ * import { queryInt } from "./request_reader.ts";
  * const app = new Hono<ServerEnv>().get("/", (c) => c.json(queryInt(c, "depth", 1, 1, 16)));
  * assert.equal(await (await app.request("/?depth=3")).json(), 3);
  * assert.equal(await (await app.request("/")).json(), 1);
@@ -175,7 +177,7 @@ export function queryInt(
  * import assert from "node:assert/strict";
  * import { Hono } from "hono";
  * import type { ServerEnv } from "./state.ts";
- * import { querySeconds } from "./request.ts";
+ * import { querySeconds } from "./request_reader.ts";
  * const app = new Hono<ServerEnv>()
  *   .get("/", (c) => c.json(querySeconds(c, "timeout", 300) ?? "absent"));
  * assert.equal(await (await app.request("/?timeout=1.5")).json(), 1.5);
