@@ -21,6 +21,7 @@ import type {
 import { type CallOptions, callRequest, type ServerTransport } from "./transport.ts";
 import { camelize, toDate } from "./wire.ts";
 import type { FileInfo as ServerFileInfo } from "../../server/files/info.ts";
+import { requireDeno } from "../errors/deno_only.ts";
 
 /** What `files.upload` accepts as content. */
 export type UploadData = string | Uint8Array | Blob | ReadableStream<Uint8Array>;
@@ -359,6 +360,7 @@ export class FilesApi {
     remotePath: string,
     options: UploadOptions = {},
   ): Promise<FileInfo> {
+    requireDeno("files.uploadFile (it reads a local file)");
     const file = await Deno.open(localPath, { read: true });
     try {
       const { size } = await file.stat();
@@ -383,6 +385,7 @@ export class FilesApi {
     localPath: string,
     options: DownloadOptions = {},
   ): Promise<DownloadResult> {
+    requireDeno("files.downloadFile (it writes a local file)");
     const stream = await this.downloadStream(remotePath, options);
     const temp = join(
       dirname(localPath),

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { requireDeno } from "../errors/deno_only.ts";
 import { ValidationError } from "../errors/mod.ts";
 import { DockerProvider } from "./docker/index.ts";
 import { LocalProvider } from "./local/index.ts";
@@ -35,7 +36,10 @@ function refuseCredentials(credentials: ProviderCredentials): void {
 }
 
 const FACTORIES = new Map<string, ProviderFactory>([
-  ["local", () => new LocalProvider()],
+  ["local", () => {
+    requireDeno("the local provider (it runs sandboxes with bubblewrap and Deno)");
+    return new LocalProvider();
+  }],
   ["docker", () => new DockerProvider()],
 ]);
 

@@ -40,6 +40,7 @@ import {
 } from "./options.ts";
 import { startServer, type StartServerOptions } from "./start_server.ts";
 import { SandboxTerminal } from "./terminal.ts";
+import { requireDeno } from "../errors/deno_only.ts";
 
 /** Options of `sandbox.serverAt`. */
 export interface ServerAtOptions {
@@ -49,6 +50,17 @@ export interface ServerAtOptions {
   ptyPort?: number;
   /** Per-request timeout in seconds (default 30). */
   timeout?: number;
+}
+
+/**
+ * The built-in providers (`local`, `docker`) and the environment defaults are Deno's: under
+ * another runtime a named provider is refused in one clear error (a provider object given by the
+ * caller is its own business).
+ */
+function needsDeno(provider: unknown): void {
+  if (provider === undefined || typeof provider === "string") {
+    requireDeno(`Sandbox with the ${provider ?? "default"} provider`);
+  }
 }
 
 /**
@@ -141,6 +153,7 @@ export class Sandbox implements AsyncDisposable {
       throw new ValidationError("Sandbox.create: pass the options once, first or second");
     }
     const opts = (typeof template === "object" ? template : options) ?? {};
+    needsDeno(opts.provider);
     const name = typeof template === "string" ? template : opts.template ?? "base";
     const request = createRequest(name, opts);
     const provider = resolveProvider(opts.provider, credentialsOf(opts));
@@ -155,6 +168,7 @@ export class Sandbox implements AsyncDisposable {
     sandboxId: string,
     options: SandboxConnectionOptions = {},
   ): Promise<Sandbox> {
+    needsDeno(options.provider);
     checkOptions("Sandbox.connect", options, CONNECTION_OPTIONS);
     const provider = resolveProvider(options.provider, credentialsOf(options));
     return new Sandbox(provider, await provider.connect(sandboxId));
@@ -162,6 +176,7 @@ export class Sandbox implements AsyncDisposable {
 
   /** Live sandboxes (oldest first), without their access tokens. */
   static async list(options: SandboxListOptions = {}): Promise<SandboxInfo[]> {
+    needsDeno(options.provider);
     const query = listQuery(options);
     return await resolveProvider(options.provider, credentialsOf(options)).list(query);
   }
@@ -171,6 +186,7 @@ export class Sandbox implements AsyncDisposable {
     sandboxId: string,
     options: SandboxConnectionOptions = {},
   ): Promise<boolean> {
+    needsDeno(options.provider);
     checkOptions("Sandbox.killById", options, CONNECTION_OPTIONS);
     return await resolveProvider(options.provider, credentialsOf(options)).kill(sandboxId);
   }
