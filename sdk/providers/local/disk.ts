@@ -19,7 +19,7 @@
  */
 
 import { join } from "node:path";
-import { onPath } from "./launch.ts";
+import { onPath } from "./on_path.ts";
 import { removeTree, type SandboxDir } from "./state.ts";
 
 /** Whether this host can cap sandboxes' disks, or why not. */

@@ -29,6 +29,7 @@
  */
 
 import { basename, dirname, join } from "node:path";
+import { onPath } from "./on_path.ts";
 import { ENDPOINTS } from "../../../server/endpoints.ts";
 import { narrowedServerArgv } from "../../../server/launch.ts";
 import { compilePolicy } from "../../../server/policy/compile.ts";
@@ -166,17 +167,6 @@ export function trustEnvironment(dir: string): Record<string, string> {
     NODE_EXTRA_CA_CERTS: ca,
     DENO_CERT: ca,
   };
-}
-
-/** The path of program `name` on PATH, or null. */
-export function onPath(name: string): string | null {
-  for (const dir of (Deno.env.get("PATH") ?? "/usr/bin:/bin").split(":")) {
-    const candidate = join(dir || ".", name);
-    try {
-      if (Deno.statSync(candidate).isFile) return candidate;
-    } catch { /* next */ }
-  }
-  return null;
 }
 
 /** Is `bwrap` on PATH? */

@@ -37,7 +37,7 @@
 import { join } from "node:path";
 import { ValidationError } from "../../errors/mod.ts";
 import type { ProviderCreateRequest } from "../types.ts";
-import { onPath } from "./launch.ts";
+import { onPath } from "./on_path.ts";
 import { packageSource } from "./package_source.ts";
 import { isAlive, processRef } from "./procfs.ts";
 import { removeTree, writeAtomic } from "./state.ts";

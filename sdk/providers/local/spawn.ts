@@ -8,7 +8,7 @@
  */
 
 import { join } from "node:path";
-import { onPath } from "./launch.ts";
+import { onPath } from "./on_path.ts";
 
 /** The supervisor's one line. */
 export type ReadySignal = { event: "ready"; pid: number } | { event: "error"; message: string };
