@@ -1,6 +1,6 @@
 /**
  * The command line of a narrowed server: `deno run` with the permission flags the policy implies
- * (see `server/permissions/`), the package's import map, and `server/main.ts --no-narrow`, so the
+ * (see `server/confine/deno_permissions.ts`), the package's import map, and `server/main.ts --no-narrow`, so the
  * process that starts serves at once under those permissions. The launcher in `server/main.ts`
  * and the SDK's local provider both start the server this way.
  *
@@ -10,7 +10,7 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type AgentsConfig, upstreamHost } from "./agents/config.ts";
-import { permissionFlags } from "./permissions/index.ts";
+import { permissionFlags } from "./confine/deno_permissions.ts";
 import type { CompiledPolicy } from "./policy/compile.ts";
 
 /** What the command line is made from. */

@@ -12,7 +12,7 @@
  * file, line and column), checks that `--root` (default: the current directory) is a directory,
  * settles the token (`SVC_SERVER_TOKEN`, or a generated one printed once on stderr), and starts
  * the real server as a child under the narrowest Deno permissions the policy implies (see
- * `server/permissions/`). `--no-narrow` skips that and serves in this process. When listening,
+ * `server/confine/deno_permissions.ts`). `--no-narrow` skips that and serves in this process. When listening,
  * the server prints one JSON line on stdout:
  * `{"event":"listening","url":"http://…","pty_url":"ws://…"}`.
  *
@@ -26,7 +26,11 @@ import { parseArgs } from "node:util";
 import { agentsConfig, agentsSecretVariables, resolveDataDir } from "./agents/config.ts";
 import { ENDPOINTS } from "./endpoints.ts";
 import { jsonLinesSink } from "./pipeline/audit.ts";
-import { closeInheritedOnExec, forgetSecretVariables, hideFromSameUser } from "./hardening.ts";
+import {
+  closeInheritedOnExec,
+  forgetSecretVariables,
+  hideFromSameUser,
+} from "./confine/hardening.ts";
 import { resolve } from "node:path";
 import { narrowedServerArgv } from "./launch.ts";
 import { compilePolicy } from "./policy/compile.ts";

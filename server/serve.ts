@@ -12,7 +12,7 @@ import type { AgentsService } from "./agents/service.ts";
 import type { SchedulerClock } from "./agents/automations/schedule.ts";
 import { buildApps } from "./app.ts";
 import { CommandRegistry } from "./commands/registry.ts";
-import { ConnectionGuard } from "./connection_guard.ts";
+import { ConnectionGuard } from "./pipeline/connection_guard.ts";
 import { HANDLERS } from "./handlers/mod.ts";
 import { type AuditSink, jsonLinesSink } from "./pipeline/audit.ts";
 import { EGRESS_SERVICE, IdentityProxies } from "./egress/identity_proxies.ts";

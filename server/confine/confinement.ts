@@ -112,7 +112,7 @@ const PROC_ACCESS: readonly ProcAccess[] = ["closed", "open"];
  * - `open`: all of `/proc` readable (never writable). For a server whose PID namespace holds no
  *   other process with a secret, such as the local provider's sandbox, where the server is the
  *   only holder of its tokens and wipes them from its own environment block at start
- *   (`server/hardening.ts`). Then `ps`, `/proc/self/*` and programs that need them (Deno reads
+ *   (`server/confine/hardening.ts`). Then `ps`, `/proc/self/*` and programs that need them (Deno reads
  *   `/proc/self/maps` before it transpiles TypeScript) work. Processes of different identities
  *   can then read each other's `environ`.
  *

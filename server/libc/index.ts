@@ -163,7 +163,7 @@ const SYMBOLS = {
   readlinkat: { parameters: ["i32", "buffer", "buffer", "usize"], result: "isize" },
   fdopendir: { parameters: ["i32"], result: "pointer" },
   readdir64: { parameters: ["pointer"], result: "pointer" },
-  // Variadic in C; PR_SET_DUMPABLE takes longs (server/hardening.ts).
+  // Variadic in C; PR_SET_DUMPABLE takes longs (server/confine/hardening.ts).
   prctl: { parameters: ["i32", "u64", "u64", "u64", "u64"], result: "i32" },
   // A static: Deno gives the variable's address (a `char ***`), not its value.
   environ: { type: "pointer" },

@@ -12,7 +12,7 @@ import {
   UrlGuard,
 } from "../../server/guards/urls/index.ts";
 import { matchUrl } from "../../server/guards/urls/patterns.ts";
-import { permissionFlags } from "../../server/permissions/index.ts";
+import { permissionFlags } from "../../server/confine/deno_permissions.ts";
 import { compilePolicy } from "../../server/policy/compile.ts";
 import type { PolicyFile } from "../../server/policy/schema.ts";
 

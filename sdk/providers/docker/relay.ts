@@ -14,7 +14,7 @@
  * @module
  */
 
-import { hideFromSameUser } from "../../../server/hardening.ts";
+import { hideFromSameUser } from "../../../server/confine/hardening.ts";
 import { splice, writeAll } from "../local/splice.ts";
 
 const encoder = new TextEncoder();

@@ -351,7 +351,7 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
   // gets a fresh one; loaded by URL, it is in the cache.
   // The tokens are read from their files only after the relay has forked (so no other process
   // holds them), the files are removed, and they reach the server alone through its environment;
-  // the server then marks itself non-dumpable (server/hardening.ts).
+  // the server then marks itself non-dumpable (server/confine/hardening.ts).
   const secretVars = { SVC_SERVER_TOKEN: "server_token", [inputs.access.env]: "access_token" };
   const secrets: Record<string, string> = {};
   const reads: string[] = [];

@@ -21,7 +21,7 @@
  * @module
  */
 
-import { hideFromSameUser } from "../../../server/hardening.ts";
+import { hideFromSameUser } from "../../../server/confine/hardening.ts";
 import { splice, writeAll } from "./splice.ts";
 import { EGRESS_BRIDGE_PORT } from "./channel.ts";
 

@@ -82,7 +82,7 @@ function browserNeedsAnyHost(policy: CompiledPolicy): boolean {
  * @example Usage
  * ```ts
  * import assert from "node:assert/strict";
- * import { permissionFlags } from "./index.ts";
+ * import { permissionFlags } from "./deno_permissions.ts";
  * import { compilePolicy } from "../policy/compile.ts";
  * const policy = compilePolicy({ preset: "readonly" }, { root: "/workspace", env: {},
  *   implemented: new Set(["health"]), defaultToken: "0123456789abcdef0123", configured: true });

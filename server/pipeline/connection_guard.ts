@@ -26,7 +26,7 @@
  * @module
  */
 
-import { lazyLibc } from "./libc/lazy.ts";
+import { lazyLibc } from "../libc/lazy.ts";
 
 /** How often connections are looked at. */
 export const SCAN_EVERY_MS = 500;

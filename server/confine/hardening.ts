@@ -9,7 +9,7 @@
  * @module
  */
 
-import { libc, libcAvailable } from "./libc/index.ts";
+import { libc, libcAvailable } from "../libc/index.ts";
 
 const PR_SET_DUMPABLE = 4;
 
