@@ -16,6 +16,7 @@ import { ConnectionGuard } from "./pipeline/connection_guard.ts";
 import { HANDLERS } from "./handlers/mod.ts";
 import { type AuditSink, jsonLinesSink } from "./pipeline/audit.ts";
 import { EGRESS_SERVICE, IdentityProxies } from "./egress/identity_proxies.ts";
+import { SOCKET_EGRESS_SERVICE, SocketProxies } from "./egress/socket_proxies.ts";
 import { confinements, procAccess } from "./confine/confinement.ts";
 import { compilePolicy } from "./policy/compile.ts";
 import { loadPolicyFile } from "./policy/load.ts";
@@ -241,6 +242,11 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
   if (network) {
     state.service(EGRESS_SERVICE, () => new IdentityProxies(network, sink, policy.audit));
   }
+  // Restricted agents environments reach out through proxies on sockets, audited here too.
+  state.service(
+    SOCKET_EGRESS_SERVICE,
+    () => new SocketProxies(`${stateDir}/egress`, sink, policy.audit),
+  );
   let agents: AgentsService | undefined;
   if ([...policy.endpoints.values()].some((e) => e.spec.group === "agents" && e.enabled)) {
     // Opened now, so that a store this version cannot read stops the server with the reason;

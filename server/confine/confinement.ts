@@ -47,7 +47,8 @@ import {
 } from "./rules.ts";
 import { Spawner } from "./spawner.ts";
 import { PROGRAM_DIRS } from "../guards/commands/program_dirs.ts";
-import { EGRESS_SERVICE, IdentityProxies, proxyEnvironment } from "../egress/identity_proxies.ts";
+import { EGRESS_SERVICE, IdentityProxies } from "../egress/identity_proxies.ts";
+import { bridgeFiles, proxyEnvironment } from "../egress/bridge.ts";
 import { jsonLinesSink } from "../pipeline/audit.ts";
 
 /** What a confined process is for. */
@@ -401,7 +402,9 @@ export class Confinements implements Service {
     return {
       readWrite: policy.paths.allow,
       proc: procAccess(),
-      readOnly: deno,
+      // The egress bridge's two files: a restricted agents environment runs its commands
+      // behind it (`server/agents/environments/network.ts`).
+      readOnly: [...deno, ...bridgeFiles()],
       scratch,
       withheld,
       exec: allow === undefined ? null : [...allowedExecutables(allow), ...deno],

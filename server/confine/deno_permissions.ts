@@ -136,8 +136,9 @@ export function permissionFlags(inputs: PermissionInputs): string[] {
   const flags = [
     `--allow-read=${[...read].join(",")}`,
     `--allow-write=${[...write].join(",")}`,
-    // The egress proxy connects by address to whatever its rules allow; they, not Deno, decide.
-    browserNeedsAnyHost(policy) || policy.network !== null
+    // The egress proxies connect by address to whatever their rules allow (the policy's
+    // network, a restricted agents environment's allowed_domains); they, not Deno, decide.
+    browserNeedsAnyHost(policy) || policy.network !== null || agentsOn
       ? "--allow-net"
       : `--allow-net=${[...new Set([...net, ...browserNet(policy)])].join(",")}`,
     "--allow-env",

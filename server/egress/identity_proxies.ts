@@ -10,38 +10,11 @@
 
 import type { AuditSink } from "../pipeline/audit.ts";
 import { EgressProxy } from "./proxy.ts";
+
 import type { NetworkRules } from "./rules.ts";
 
 /** The key of the service in the server's state. */
 export const EGRESS_SERVICE = "egress";
-
-/** Loopback names processes reach directly (inside their own confinement's limits). */
-const NO_PROXY = "localhost,127.0.0.1,::1";
-
-/**
- * The proxy variables of a process whose proxy listens at `url`: upper and lower case, since
- * curl reads only `http_proxy` in lower case and other tools only the upper.
- *
- * @example Usage
- * ```ts
- * import assert from "node:assert/strict";
- * import { proxyEnvironment } from "./identity_proxies.ts";
- * const env = proxyEnvironment("127.0.0.1:3128");
- * assert.equal(env.https_proxy, "http://127.0.0.1:3128");
- * assert.equal(env.ALL_PROXY, "socks5h://127.0.0.1:3128");
- * ```
- */
-export function proxyEnvironment(hostPort: string): Record<string, string> {
-  const http = `http://${hostPort}`;
-  const env: Record<string, string> = {
-    HTTP_PROXY: http,
-    HTTPS_PROXY: http,
-    ALL_PROXY: `socks5h://${hostPort}`,
-    NO_PROXY,
-  };
-  for (const [k, v] of Object.entries(env)) env[k.toLowerCase()] = v;
-  return env;
-}
 
 /**
  * One proxy per identity.

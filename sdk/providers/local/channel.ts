@@ -20,6 +20,7 @@
  * @module
  */
 
+import { BRIDGE_PORT } from "../../../server/egress/bridge.ts";
 import { tokensEqual } from "../../../shared/tokens_equal.ts";
 import { type Duplex, readUntil, writeAll } from "./splice.ts";
 
@@ -30,7 +31,7 @@ export const RELAY_KEY_FILE = "relay_key";
 /** The egress proxy's socket in the channel directory (the sandbox's only way out). */
 export const EGRESS_SOCKET = "egress.sock";
 /** The port of the egress bridge on 127.0.0.1 inside the sandbox (its proxy variables). */
-export const EGRESS_BRIDGE_PORT = 3128;
+export const EGRESS_BRIDGE_PORT = BRIDGE_PORT;
 /**
  * The directory (in the sandbox's directory on the host) of its egress CA's certificate
  * (`ca.pem`) and the system bundle with it (`bundle.pem`), bound read-only at

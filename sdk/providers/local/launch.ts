@@ -43,7 +43,7 @@ import {
   RELAY_KEY_FILE,
 } from "./channel.ts";
 import type { CgroupRef } from "./cgroup.ts";
-import { proxyEnvironment } from "../../../server/egress/identity_proxies.ts";
+import { proxyEnvironment } from "../../../server/egress/bridge.ts";
 import type { PackageSource } from "./package_source.ts";
 import type { Isolation } from "./state.ts";
 

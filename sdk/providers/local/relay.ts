@@ -24,6 +24,7 @@
 import { hideFromSameUser } from "../../../server/confine/hardening.ts";
 import { splice, writeAll } from "./splice.ts";
 import { EGRESS_BRIDGE_PORT } from "./channel.ts";
+import { bridge } from "../../../server/egress/bridge.ts";
 
 const encoder = new TextEncoder();
 
@@ -48,48 +49,6 @@ async function open(socket: string, nonce: string, port: number, say: (l: string
   await splice(data, upstream, true);
 }
 
-/** Copy `from` to `to` until `from` ends, then end `to`'s writing side (a half close). */
-async function pump(from: Deno.Conn, to: Deno.Conn): Promise<void> {
-  const buf = new Uint8Array(64 * 1024);
-  try {
-    for (;;) {
-      const n = await from.read(buf);
-      if (n === null) break;
-      await writeAll(to, buf.subarray(0, n));
-    }
-    await to.closeWrite();
-  } catch {
-    for (const c of [from, to]) {
-      try {
-        c.close();
-      } catch { /* closed */ }
-    }
-  }
-}
-
-/** The egress bridge: 127.0.0.1:`port` inside to the proxy's socket outside. */
-async function bridge(egressSocket: string, port: number): Promise<void> {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port });
-  for await (const inside of listener) {
-    inside.setNoDelay(true);
-    (async () => {
-      let outside: Deno.UnixConn;
-      try {
-        outside = await Deno.connect({ transport: "unix", path: egressSocket });
-      } catch {
-        inside.close();
-        return;
-      }
-      await Promise.all([pump(inside, outside), pump(outside, inside)]);
-      for (const c of [inside, outside]) {
-        try {
-          c.close();
-        } catch { /* closed */ }
-      }
-    })().catch(() => {});
-  }
-}
-
 async function main(socket: string, keyFile: string, egressSocket?: string): Promise<void> {
   // Every request from the host passes through here with its credentials: like the server, the
   // relay is closed to same-user processes (no ptrace, no /proc/<pid>/mem or environ).
@@ -101,7 +60,10 @@ async function main(socket: string, keyFile: string, egressSocket?: string): Pro
   const say = (line: string) => {
     writes = writes.then(() => writeAll(control, encoder.encode(`${line}\n`))).catch(() => {});
   };
-  if (egressSocket) bridge(egressSocket, EGRESS_BRIDGE_PORT).catch(() => {});
+  if (egressSocket) {
+    bridge(Deno.listen({ hostname: "127.0.0.1", port: EGRESS_BRIDGE_PORT }), egressSocket)
+      .catch(() => {});
+  }
   await writeAll(control, encoder.encode(`control ${key}\n`));
   console.log(JSON.stringify({ event: "relay_ready" }));
   for await (const line of lines(control)) {

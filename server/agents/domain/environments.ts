@@ -194,6 +194,12 @@ export async function prepareEnvironment(
   const prefix = await networkPrefix(
     settings.network?.access ?? "enabled",
     `${param}.network.access`,
+    {
+      state,
+      owner,
+      allowed: settings.network?.allowed_domains ?? [],
+      blocked: [],
+    },
   );
   for (const [i, id] of (value.vault_ids ?? []).entries()) {
     if (!store.get("vault", id, "", owner)) throw notFound("vault", id, `vault_ids[${i}]`);

@@ -6,10 +6,56 @@
  * user namespaces), creating such an environment fails with the reason; it is never accepted
  * and left open.
  *
+ * `network.access: "restricted"` is the same namespace with one way out: the command runs under
+ * `server/egress/netns_bridge.ts`, which brings loopback up and bridges 127.0.0.1:3128 to an
+ * egress proxy of the server's on a Unix socket, whose rules are the environment's
+ * `allowed_domains` (an empty list allows nothing) and `blocked_domains`, audited under the
+ * owner's name. The proxy variables point at the bridge; a program that ignores them reaches
+ * nothing.
+ *
  * @module
  */
 
+import { fileURLToPath } from "node:url";
 import { ApiError } from "../../errors.ts";
+import { jsonLinesSink } from "../../pipeline/audit.ts";
+import type { ServerState } from "../../state.ts";
+import { SOCKET_EGRESS_SERVICE, SocketProxies } from "../../egress/socket_proxies.ts";
+
+/** What a restricted environment's commands may reach. */
+export interface RestrictedNetwork {
+  /** The server. */
+  state: ServerState;
+  /** Whose environment (audit lines name it). */
+  owner: string;
+  /** `allowed_domains`: network rules (`example.com`, `*.example.com`, `host:443`). */
+  allowed: readonly string[];
+  /** `blocked_domains`. */
+  blocked: readonly string[];
+}
+
+const BRIDGE = new URL("../../egress/netns_bridge.ts", import.meta.url);
+
+/** The command line that runs the bridge to `socket` before the command. */
+function bridgeArgv(socket: string): string[] {
+  const module = BRIDGE.protocol === "file:" ? fileURLToPath(BRIDGE) : BRIDGE.href;
+  return [
+    Deno.execPath(),
+    "run",
+    "--no-config",
+    "--no-lock",
+    "--no-prompt",
+    `--allow-net=127.0.0.1,unix:${socket}`,
+    `--allow-read=${socket}`,
+    `--allow-write=${socket}`,
+    "--allow-run",
+    "--allow-env",
+    ...(BRIDGE.protocol === "file:" ? [] : [`--allow-import=${BRIDGE.host}`]),
+    module,
+    socket,
+    "--",
+  ];
+}
 
 /** The argv prefixes tried, in order: as root, then inside a user namespace. */
 const CANDIDATES: readonly string[][] = [
@@ -51,15 +97,44 @@ async function probe(): Promise<string[] | string> {
 export async function networkPrefix(
   access: "enabled" | "disabled" | "restricted",
   param = "environment.network.access",
+  restricted?: RestrictedNetwork,
 ): Promise<string[]> {
   if (access === "enabled") return [];
+  let socket: string | undefined;
+  if (access === "restricted") {
+    if (!restricted) {
+      throw new ApiError("invalid_request", "restricted network has no rules", { param });
+    }
+    const { state, owner, allowed, blocked } = restricted;
+    const proxies = state.service(
+      SOCKET_EGRESS_SERVICE,
+      () =>
+        new SocketProxies(
+          `${state.stateDir}/egress`,
+          jsonLinesSink(Deno.stderr),
+          state.policy.audit,
+        ),
+    );
+    try {
+      // An empty allow list allows nothing here (network rules read it as every public host).
+      socket = proxies.socketFor(
+        owner,
+        { allow: [...allowed], deny: allowed.length > 0 ? [...blocked] : ["*"] },
+        "network",
+      );
+    } catch (e) {
+      throw new ApiError("invalid_request", (e as Error).message, {
+        param: param.replace(/access$/, "allowed_domains"),
+      });
+    }
+  }
   const result = await (probed ??= probe());
   if (typeof result === "string") {
     throw new ApiError(
       "invalid_request",
-      `network.access 'disabled' cannot be enforced on this machine: a network namespace could not be made (${result})`,
+      `network.access '${access}' cannot be enforced on this machine: a network namespace could not be made (${result})`,
       { param },
     );
   }
-  return result;
+  return socket ? [...result, ...bridgeArgv(socket)] : result;
 }

@@ -66,16 +66,10 @@ export function checkEnv(
 
 /** Refuse what this server cannot honour, naming the field. */
 export function refuseUnsupported(settings: EnvironmentSettings, param: string): void {
-  if (settings.network?.access === "restricted") {
-    throw invalid(
-      `${param}.network.access`,
-      "network.access 'restricted' cannot be enforced by this server (it has no per-domain filter); use 'enabled' or 'disabled'.",
-    );
-  }
   if (settings.network?.blocked_domains?.length) {
     throw invalid(
       `${param}.network.blocked_domains`,
-      "blocked_domains cannot be enforced by this server.",
+      "blocked_domains cannot be enforced by this server: list what is allowed in allowed_domains with network.access 'restricted'.",
     );
   }
   if (settings.desktop?.enabled) {

@@ -31,12 +31,24 @@ export async function toolEnvironment(
   const secrets = stored.sealed
     ? await service.box.open(stored.sealed, id) as EnvironmentSecrets
     : { env: {}, steps: [] };
-  const access = (stored.body.network as { access?: string } | undefined)?.access ?? "enabled";
+  const network = stored.body.network as
+    | { access?: string; allowed_domains?: string[] }
+    | undefined;
+  const access = network?.access ?? "enabled";
   return {
     id,
     workspace: workspaceDir(state, id),
     env: secrets.env,
-    networkPrefix: await networkPrefix(access as "enabled" | "disabled"),
+    networkPrefix: await networkPrefix(
+      access as "enabled" | "disabled" | "restricted",
+      undefined,
+      {
+        state,
+        owner: session._internal.owner,
+        allowed: network?.allowed_domains ?? [],
+        blocked: [],
+      },
+    ),
   };
 }
 

@@ -1,0 +1,70 @@
+/**
+ * `network.access: "restricted"` in an agents environment: its commands run in a network
+ * namespace of their own whose one way out is the egress bridge to a proxy with the
+ * environment's `allowed_domains`, audited under the owner's name. "The internet" is a server
+ * this test starts on 127.0.0.2.
+ */
+
+import assert from "node:assert/strict";
+import type OpenAI from "openai";
+import { rejection, startAgentsServer } from "./helpers.ts";
+
+type Info = Awaited<ReturnType<OpenAI["beta"]["agents"]["environments"]["retrieve"]>> & {
+  error?: { code: string; message: string } | null;
+};
+
+async function settled(client: OpenAI, id: string): Promise<Info> {
+  const deadline = Date.now() + 60_000;
+  while (true) {
+    const env = await client.beta.agents.environments.retrieve(id) as Info;
+    if (env.status !== "pending") return env;
+    if (Date.now() > deadline) throw new Error(`environment ${id} still pending`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+Deno.test("environments: network restricted reaches its allowed domains through the proxy, nothing else", async () => {
+  const origin = Deno.serve(
+    { hostname: "127.0.0.2", port: 0, onListen: () => {} },
+    () => new Response("hello from the internet"),
+  );
+  const port = origin.addr.port;
+  try {
+    await using server = await startAgentsServer({
+      policy: { endpoints: { agents: true }, audit: "all" },
+    });
+    const { client } = server;
+    const create = (allowed: string[], command: string) =>
+      client.beta.agents.environments.create({
+        environment: {
+          type: "openai_hosted",
+          network: { access: "restricted", allowed_domains: allowed },
+          setup_commands: [{ command }],
+        },
+      });
+    const fetchIt = `curl -sSf --max-time 10 http://127.0.0.2:${port}/ | grep -q 'hello from'`;
+    const allowed = await settled(client, (await create(["127.0.0.2"], fetchIt)).id);
+    assert.equal(allowed.status, "ready", JSON.stringify(allowed.error));
+    const other = await settled(client, (await create(["127.0.0.3"], fetchIt)).id);
+    assert.equal(other.status, "failed", "not on the allow list");
+    const direct = await settled(
+      client,
+      (await create(
+        ["127.0.0.2"],
+        `curl -sSf --noproxy '*' --max-time 5 http://127.0.0.2:${port}/`,
+      ))
+        .id,
+    );
+    assert.equal(direct.status, "failed", "a program that ignores the proxy reaches nothing");
+    const lines = server.stderr().split("\n").filter((l) => l.includes('"endpoint":"egress"'))
+      .map((l) => JSON.parse(l)).map((e) => `${e.identity} ${e.decision} ${e.host} ${e.rule}`);
+    assert.deepEqual(lines, [
+      "default allow 127.0.0.2 allow:127.0.0.2",
+      "default deny 127.0.0.2 allow",
+    ]);
+    const bad = await rejection(() => create(["x.com:http"], "true"));
+    assert.equal(bad.param, "environment.network.allowed_domains");
+  } finally {
+    await origin.shutdown();
+  }
+});
