@@ -134,7 +134,9 @@ async function port8000(sandbox: Sandbox): Promise<void> {
     body = res.ok ? await res.text() : (await res.body?.cancel(), "");
     if (!body) await new Promise((done) => setTimeout(done, 100));
   }
-  show(`port 8000: ${sandbox.network.getUrl(8000)} (browsers, curl)`, body);
+  // getUrl needs getAccessHeaders() in secure mode; a browser sends no header, so it gets a
+  // signed link (an hour), which the gateway turns into a cookie for that port.
+  show(`port 8000, for a browser (1 h): ${sandbox.network.getSignedUrl(8000)}`, body);
   await web.kill();
 }
 

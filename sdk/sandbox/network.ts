@@ -21,6 +21,7 @@ import { checkOptions } from "../errors/option_checks.ts";
 import type { NetworkConfig } from "../../server/egress/rules.ts";
 import type { AuditEntry } from "../../server/pipeline/audit.ts";
 import { networkOption } from "./options.ts";
+import { LINK_PARAM, signLink } from "../providers/local/port_link.ts";
 
 /** What the network module reads from its sandbox. */
 export interface NetworkSource {
@@ -65,6 +66,39 @@ export class NetworkModule {
   /** `{scheme}://{port}-{sandboxId}.{domain}`. */
   getUrl(port: number): string {
     return `${this.#source().scheme}://${this.getHost(port)}`;
+  }
+
+  /**
+   * A URL of `port` that opens in a browser, with no header, until `expires` seconds from now
+   * (default 3600, at most 30 days): in secure mode it carries a signature of the sandbox id, the
+   * port and the expiry keyed by the access token, which the gateway turns into a cookie for that
+   * port; past the expiry both stop working. Without secure mode it is `getUrl(port)`. Anyone
+   * holding the link reaches that port (and no other) until it expires, so share it as a secret.
+   *
+   * @example
+   * ```ts ignore
+   * const url = sandbox.network.getSignedUrl(3000, { expires: 600 }); // open in a browser
+   * ```
+   */
+  getSignedUrl(port: number, options: { expires?: number } = {}): string {
+    checkOptions("network.getSignedUrl", options, ["expires"]);
+    const expires = options.expires ?? 3600;
+    if (!Number.isInteger(expires) || expires < 1 || expires > 30 * 86_400) {
+      throw new ValidationError(
+        `expires must be whole seconds from 1 to 2592000 (30 days), got ${expires}`,
+      );
+    }
+    const url = this.getUrl(port);
+    const s = this.#source();
+    if (!s.secure || !s.accessToken) return url;
+    if (s.provider !== "local" && s.provider !== "docker") {
+      throw new ProviderFeatureNotSupportedError(
+        `The ${s.provider} provider's gateway does not take signed links`,
+      );
+    }
+    const expiry = Math.floor(Date.now() / 1000) + expires;
+    const value = signLink(s.accessToken, s.sandboxId, port, expiry);
+    return `${url}/?${LINK_PARAM}=${value}`;
   }
 
   /** In secure mode `{ "X-Access-Token": … }` for the sandbox's gateway; else `{}`. */

@@ -160,6 +160,63 @@ Deno.test("pause stops every process (a counter stops advancing) and resume cont
   assert.ok(await holdsWithin(async () => (await read()) > paused + 3), "no progress after resume");
 });
 
+Deno.test("ports: a signed URL opens with no header, for that port only, until it expires", async () => {
+  await using sandbox = await Sandbox.create();
+  const web = await sandbox.commands.start("python3 -m http.server 8080 --bind 127.0.0.1", {
+    timeout: 0,
+    cwd: "/home/user",
+  });
+  await sandbox.files.write("/home/user/index.html", "<h1>hi</h1>");
+  const gateway = new URL(sandbox.url);
+  // As a browser: *.localhost to the gateway, no header of ours, cookies kept by hand.
+  const client = Deno.createHttpClient({
+    proxy: { transport: "tcp", hostname: gateway.hostname, port: Number(gateway.port) },
+  });
+  try {
+    assert.ok(
+      await holdsWithin(async () => {
+        const res = await fetch(`${sandbox.url}/_port/8080/index.html`, {
+          headers: sandbox.network.getAccessHeaders(),
+        });
+        await res.body?.cancel();
+        return res.status === 200;
+      }),
+    );
+    const signed = sandbox.network.getSignedUrl(8080, { expires: 2 });
+    assert.match(
+      signed,
+      new RegExp(`^http://8080-${sandbox.id}\\.localhost:\\d+/\\?sandbar_link=`),
+    );
+    const first = await fetch(signed, { client, redirect: "manual" });
+    await first.body?.cancel();
+    assert.equal(first.status, 302);
+    // The same address without the link (absolute here: a proxy client sends absolute targets).
+    assert.equal(first.headers.get("location"), signed.split("?")[0]);
+    const cookie = first.headers.get("set-cookie")!.split(";")[0];
+    assert.match(cookie, /^sandbar_link_8080=/);
+    const page = `${sandbox.network.getUrl(8080)}/index.html`;
+    const opened = await fetch(page, { client, headers: { cookie } });
+    assert.equal(await opened.text(), "<h1>hi</h1>");
+    // The link is for port 8080 alone: not the server's port, nor another link's.
+    const other = await fetch(`${sandbox.network.getUrl(9000)}/health`, {
+      client,
+      headers: { cookie: cookie.replace("_8080=", "_9000=") },
+    });
+    assert.equal(other.status, 401);
+    await other.body?.cancel();
+    await new Promise((resolve) => setTimeout(resolve, 2500)); // past its expiry
+    const late = await fetch(page, { client, headers: { cookie } });
+    assert.equal(late.status, 401);
+    await late.body?.cancel();
+    const lateLink = await fetch(signed, { client, redirect: "manual" });
+    assert.equal(lateLink.status, 401);
+    assert.match((await lateLink.json()).error, /expired/);
+  } finally {
+    client.close();
+    await web.kill();
+  }
+});
+
 Deno.test("ports: reachable through the gateway, with the access token in secure mode", async () => {
   await using sandbox = await Sandbox.create();
   const web = await sandbox.commands.start("python3 -m http.server 8080 --bind 127.0.0.1", {

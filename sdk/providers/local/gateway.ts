@@ -38,6 +38,7 @@
  */
 
 import { tokensEqual } from "../../../shared/tokens_equal.ts";
+import { LINK_PARAM, linkValid } from "./port_link.ts";
 import { type Duplex, readUntil, splice, writeAll } from "./splice.ts";
 
 const HEAD_END = new TextEncoder().encode("\r\n\r\n");
@@ -192,6 +193,50 @@ function route(head: Head, options: GatewayOptions): Route | GatewayRefusal {
 /** The sandbox's own server: it takes the access token as an identity of its own. */
 const SERVER_PORTS = new Set([9000, 9001]);
 
+/** The link a request carries: in its query (with the target without it) or in a cookie. */
+function linkOf(head: Head, port: number): {
+  inQuery?: string;
+  inCookie?: string;
+  target: string;
+} {
+  const [, , target] = REQUEST_LINE.exec(head.requestLine)!;
+  const cookieName = `${LINK_PARAM}_${port}`;
+  const inCookie = (header(head, "cookie") ?? "").split(";").map((c) => c.trim())
+    .find((c) => c.startsWith(`${cookieName}=`))?.slice(cookieName.length + 1);
+  const q = target.indexOf("?");
+  if (q < 0) return { inCookie, target };
+  const params = target.slice(q + 1).split("&");
+  const mine = params.find((p) => p.startsWith(`${LINK_PARAM}=`));
+  if (mine === undefined) return { inCookie, target };
+  const rest = params.filter((p) => p !== mine).join("&");
+  return {
+    inQuery: decodeURIComponent(mine.slice(LINK_PARAM.length + 1)),
+    inCookie,
+    target: target.slice(0, q) + (rest ? `?${rest}` : ""),
+  };
+}
+
+/** A valid link's answer: the same address without it, and a cookie for that port until expiry. */
+async function redirectWithCookie(
+  conn: Duplex,
+  location: string,
+  port: number,
+  value: string,
+): Promise<void> {
+  const maxAge = Math.max(0, Number(value.split(".")[0]) - Math.floor(Date.now() / 1000));
+  const head = `HTTP/1.1 302 Found\r\nlocation: ${location}\r\n` +
+    `set-cookie: ${LINK_PARAM}_${port}=${value}; Path=/; Max-Age=${maxAge}; HttpOnly; ` +
+    `SameSite=Lax\r\ncontent-length: 0\r\ncache-control: no-store\r\nconnection: close\r\n\r\n`;
+  await writeAll(conn, new TextEncoder().encode(head)).catch(() => {});
+  conn.close();
+}
+
+/** The Cookie header without the gateway's link cookies (never forwarded to the program). */
+function withoutLinkCookies(value: string): string {
+  return value.split(";").map((c) => c.trim())
+    .filter((c) => c !== "" && !c.startsWith(`${LINK_PARAM}_`)).join("; ");
+}
+
 function rewrite(head: Head, routed: Route, upgrade: boolean): Uint8Array {
   const drop = new Set(["x-sandbar-port", "x-sandbar-gateway"]);
   if (!SERVER_PORTS.has(routed.port) || header(head, "authorization") !== undefined) {
@@ -200,7 +245,13 @@ function rewrite(head: Head, routed: Route, upgrade: boolean): Uint8Array {
   if (!upgrade) drop.add("connection").add("keep-alive");
   const lines = [routed.requestLine];
   for (const [name, value] of head.headers) {
-    if (!drop.has(name.toLowerCase())) lines.push(`${name}: ${value}`);
+    if (drop.has(name.toLowerCase())) continue;
+    if (name.toLowerCase() === "cookie") {
+      const kept = withoutLinkCookies(value);
+      if (kept) lines.push(`${name}: ${kept}`);
+      continue;
+    }
+    lines.push(`${name}: ${value}`);
   }
   if (!upgrade) lines.push("Connection: close");
   return toOctets(lines.join("\r\n") + "\r\n\r\n");
@@ -226,7 +277,24 @@ async function handle(conn: Deno.TcpConn, options: GatewayOptions): Promise<void
   }
   const routed = route(head, options);
   if (!("port" in routed)) return await answer(conn, routed);
+  let viaLink = false;
   if (options.accessToken !== null) {
+    const link = linkOf(head, routed.port);
+    if (link.inQuery !== undefined) {
+      if (!linkValid(link.inQuery, options.accessToken, options.sandboxId, routed.port)) {
+        return await answer(conn, {
+          status: 401,
+          code: "unauthorized",
+          message: "This link has expired or is not for this port: ask for a new one " +
+            "(sandbox.network.getSignedUrl(port))",
+        });
+      }
+      return await redirectWithCookie(conn, link.target, routed.port, link.inQuery);
+    }
+    viaLink = link.inCookie !== undefined &&
+      linkValid(link.inCookie, options.accessToken, options.sandboxId, routed.port);
+  }
+  if (options.accessToken !== null && !viaLink) {
     // A missing header is never a match, even against an empty token.
     const access = header(head, "x-access-token");
     const gateway = header(head, "x-sandbar-gateway");
