@@ -197,13 +197,19 @@ for (const isolation of ["bwrap", "none"] as const) {
       const provider = new LocalProvider({ home, isolation });
       await using sandbox = await Sandbox.create({ provider });
       const mark = `${31_000 + Math.floor(Math.random() * 999)}.5`;
-      await sandbox.commands.run(
-        `setsid sh -c 'sleep ${mark} & exit' < /dev/null > /dev/null 2>&1`,
+      // The command stays (the server ends a command's whole tree with it); its grandchild has
+      // left its process group and session.
+      await sandbox.commands.start(
+        `setsid sh -c 'sleep ${mark} & exit' < /dev/null > /dev/null 2>&1; sleep 600`,
+        { timeout: 0 },
       );
       assert.ok(await holdsWithin(() => processesMentioning(mark).length === 1));
       const escaped = processesMentioning(mark)[0];
       const cgroup = Object.values(stateOf(sandbox).cgroup.dirs)[0];
-      assert.ok(Deno.readTextFileSync(`${cgroup}/cgroup.procs`).split("\n").includes(`${escaped}`));
+      const inside = new Deno.Command("sh", {
+        args: ["-c", `cat $(find ${cgroup} -name cgroup.procs)`],
+      }).outputSync();
+      assert.ok(new TextDecoder().decode(inside.stdout).split("\n").includes(`${escaped}`));
       await sandbox.kill();
       assert.deepEqual(processesMentioning(mark), []);
       assert.throws(() => Deno.statSync(cgroup), "the cgroup is removed");
@@ -240,6 +246,11 @@ Deno.test({
     );
     await using sandbox = await Sandbox.create({ provider });
     assert.equal(sandbox.info.memoryMB, null);
+    // Sizes that no sandbox could honour are refused, naming the bound.
+    const cores = navigator.hardwareConcurrency;
+    await assert.rejects(() => Sandbox.create({ cpu: cores + 1 }), new RegExp(`at most ${cores}`));
+    await assert.rejects(() => Sandbox.create({ memory: 64 }), /at least 128 MiB/);
+    await assert.rejects(() => Sandbox.create({ disk: 8 }), /at least 16 MiB/);
     assert.equal(sandbox.info.cpuCount, null);
     assert.equal(sandbox.info.diskMB, null);
     const m = await sandbox.getMetrics();
@@ -358,7 +369,13 @@ Deno.test({
       assert.equal(out.memoryMB, null, "no default is in force where none can be enforced");
       assert.equal(out.cpuCount, null);
     } finally {
-      for (const d of [`${parent}/sandbar`, parent]) Deno.removeSync(d);
+      let left = false;
+      try {
+        Deno.removeSync(`${parent}/sandbar`);
+        left = true;
+      } catch { /* none: as it should be */ }
+      Deno.removeSync(parent);
+      assert.ok(!left, "a probe cgroup was left");
     }
   },
 });

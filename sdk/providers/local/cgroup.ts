@@ -25,7 +25,7 @@
  * @module
  */
 
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 
 /** Sizes in force; null where none is. */
 export interface Limits {
@@ -86,12 +86,26 @@ function write(path: string, value: string): void {
   Deno.writeTextFileSync(path, value);
 }
 
+/** Whether this user can make cgroups in `dir` (tried with its `sandbar` child, left as found). */
 function writable(dir: string): boolean {
+  const probe = join(dir, "sandbar");
+  let made = false;
   try {
-    Deno.mkdirSync(join(dir, "sandbar"), { recursive: true });
-    return Deno.statSync(join(dir, "sandbar", "cgroup.procs")).isFile;
+    try {
+      Deno.mkdirSync(probe);
+      made = true;
+    } catch (e) {
+      if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
+    }
+    return Deno.statSync(join(probe, "cgroup.procs")).isFile;
   } catch {
     return false;
+  } finally {
+    if (made) {
+      try {
+        Deno.removeSync(probe);
+      } catch { /* in use already */ }
+    }
   }
 }
 
@@ -170,7 +184,6 @@ function detect(): CgroupSupport {
       }
       parents[c] = join(dir, "sandbar");
     }
-    weigh(join(parents.cpu, "cpu.shares"), 1024 * navigator.hardwareConcurrency);
     return { ok: true, version: 1, parents };
   }
   if (v2 === null) return { ok: false, reason: "no cgroup hierarchy is mounted" };
@@ -194,21 +207,16 @@ function v2Parent(dir: string): CgroupSupport {
   try {
     write(join(dir, "cgroup.subtree_control"), wanted);
   } catch { /* already on, or not ours to switch on: the check below tells */ }
-  const parent = join(dir, "sandbar");
-  const available = (read(join(parent, "cgroup.controllers")) ?? "").split(" ");
-  const missing = V2_CONTROLLERS.filter((c) => !available.includes(c));
+  // What `dir` hands its children, so what its `sandbar` child (made with the first sandbox) has.
+  const handed = (read(join(dir, "cgroup.subtree_control")) ?? "").split(" ");
+  const missing = V2_CONTROLLERS.filter((c) => !handed.includes(c));
   if (missing.length) {
     return {
       ok: false,
       reason: `the cgroup v2 controllers ${missing.join(", ")} are not delegated to ${dir}`,
     };
   }
-  try {
-    write(join(parent, "cgroup.subtree_control"), wanted);
-  } catch (e) {
-    return { ok: false, reason: `cannot enable controllers in ${parent}: ${(e as Error).message}` };
-  }
-  weigh(join(parent, "cpu.weight"), Math.min(10_000, 100 * navigator.hardwareConcurrency));
+  const parent = join(dir, "sandbar");
   return { ok: true, version: 2, parent };
 }
 
@@ -244,11 +252,35 @@ export function cgroupRef(support: CgroupSupport, id: string): CgroupRef {
  */
 export function createCgroup(ref: CgroupRef, limits: Limits): void {
   try {
-    for (const dir of new Set(Object.values(ref.dirs))) Deno.mkdirSync(dir, { recursive: true });
+    for (const [controller, dir] of Object.entries(ref.dirs)) makeDir(ref, controller, dir);
     setLimits(ref, limits);
   } catch (e) {
     removeCgroup(ref);
     throw e;
+  }
+}
+
+/**
+ * Make a sandbox's directory, and its `sandbar` parent as needed (the last sandbox's removal
+ * removes it, so no empty cgroup of ours outlives the sandboxes): the parent's CPU weight, and in
+ * v2 the controllers its children get. A parent removed meanwhile by another process is made again.
+ */
+function makeDir(ref: CgroupRef, controller: string, dir: string): void {
+  const parent = dirname(dir);
+  for (let attempt = 0;; attempt++) {
+    try {
+      Deno.mkdirSync(parent, { recursive: true });
+      if (ref.version === 2) {
+        write(join(parent, "cgroup.subtree_control"), V2_CONTROLLERS.map((c) => `+${c}`).join(" "));
+        weigh(join(parent, "cpu.weight"), Math.min(10_000, 100 * navigator.hardwareConcurrency));
+      } else if (controller === "cpu") {
+        weigh(join(parent, "cpu.shares"), 1024 * navigator.hardwareConcurrency);
+      }
+      Deno.mkdirSync(dir, { recursive: true });
+      return;
+    } catch (e) {
+      if (!(e instanceof Deno.errors.NotFound) || attempt >= 3) throw e;
+    }
   }
 }
 
@@ -299,11 +331,26 @@ export function enterArgv(ref: CgroupRef, argv: string[]): string[] {
   ];
 }
 
-/** Pids of every process in the cgroup. */
+/**
+ * Pids of every process in the cgroup and the cgroups below it (the server, when it runs as root
+ * on the host, gives each process tree a freezer cgroup of its own under the sandbox's).
+ */
 export function members(ref: CgroupRef): number[] {
-  const dir = ref.version === 1 ? ref.dirs.freezer : ref.dirs.unified;
-  const text = read(join(dir, "cgroup.procs")) ?? "";
-  return text.split("\n").filter(Boolean).map(Number);
+  return below(ref.version === 1 ? ref.dirs.freezer : ref.dirs.unified).flatMap((dir) =>
+    (read(join(dir, "cgroup.procs")) ?? "").split("\n").filter(Boolean).map(Number)
+  );
+}
+
+/** `dir` and every cgroup directory under it, deepest first. */
+function below(dir: string): string[] {
+  const found: string[] = [];
+  try {
+    for (const e of Deno.readDirSync(dir)) {
+      if (e.isDirectory) found.push(...below(join(dir, e.name)));
+    }
+  } catch { /* gone */ }
+  found.push(dir);
+  return found;
 }
 
 /**
@@ -355,9 +402,14 @@ export async function killAll(ref: CgroupRef): Promise<void> {
 /** Remove the cgroup's directories (they must be empty of processes); best effort. */
 export function removeCgroup(ref: CgroupRef): void {
   for (const dir of new Set(Object.values(ref.dirs))) {
+    for (const d of below(dir)) {
+      try {
+        Deno.removeSync(d); // cgroup directories go with rmdir, children first
+      } catch { /* gone, or still busy */ }
+    }
     try {
-      Deno.removeSync(dir);
-    } catch { /* gone, or still busy */ }
+      Deno.removeSync(dirname(dir)); // the `sandbar` parent, once no sandbox is left in it
+    } catch { /* other sandboxes in it */ }
   }
 }
 

@@ -676,6 +676,21 @@ export class LocalProvider implements SandboxProvider {
 
 /** Sizes asked for must be enforceable here: else E8004 with the reason, as for `gpu`. */
 function checkSizes(request: ProviderCreateRequest, limits: boolean): void {
+  const cores = navigator.hardwareConcurrency;
+  if (request.cpu !== undefined && request.cpu > cores) {
+    throw new ValidationError(
+      `cpu must be at most ${cores} (this host's CPUs), got ${request.cpu}`,
+      { suggestion: `Ask for ${cores} or fewer; a quota past the host's CPUs is never reached.` },
+    );
+  }
+  if (request.memory !== undefined && request.memory < MIN_MEMORY) {
+    throw new ValidationError(
+      `memory must be at least ${MIN_MEMORY} MiB (the sandbox's own server needs about 80)`,
+    );
+  }
+  if (request.disk !== undefined && request.disk < MIN_DISK) {
+    throw new ValidationError(`disk must be at least ${MIN_DISK} MiB (ext4's own share)`);
+  }
   const asked = (["cpu", "memory"] as const).filter((k) => request[k] !== undefined);
   const cgroups = limits ? cgroupSupport() : OFF;
   if (asked.length && !cgroups.ok) {
@@ -690,14 +705,6 @@ function checkSizes(request: ProviderCreateRequest, limits: boolean): void {
       `The local provider cannot cap disk on this host: ${disk.reason}`,
       { suggestion: "Leave out `disk`, or run as root where loop devices are available." },
     );
-  }
-  if (request.memory !== undefined && request.memory < MIN_MEMORY) {
-    throw new ValidationError(
-      `memory must be at least ${MIN_MEMORY} MiB (the sandbox's own server needs about 80)`,
-    );
-  }
-  if (request.disk !== undefined && request.disk < MIN_DISK) {
-    throw new ValidationError(`disk must be at least ${MIN_DISK} MiB (ext4's own share)`);
   }
 }
 
