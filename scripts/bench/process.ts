@@ -30,7 +30,7 @@ import { landlockAbi } from "../../server/confine/landlock.ts";
 import { planRules } from "../../server/confine/rules.ts";
 import { Spawner } from "../../server/confine/spawner.ts";
 import { NativeChild } from "../../server/process/native_child.ts";
-import { nativeSpawnSupported } from "../../server/process/native_spawn.ts";
+import { nativeSpawnSupported } from "../../server/process/posix_spawn.ts";
 import { startTestServer } from "../../tests/helpers/server.ts";
 import { Http1Client } from "./http1_client.ts";
 

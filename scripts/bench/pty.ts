@@ -2,7 +2,7 @@
  * Terminals: keystroke echo latency (p50, p99) and the throughput of 100 MiB of output, each
  * measured the same way in the same run through
  *
- * - `shim`: the FFI shim alone (`server/pty/terminal.ts` + `spawn.ts`), in this process;
+ * - `shim`: the FFI shim alone (`server/pty/terminal.ts` + `terminal_program.ts`), in this process;
  * - `websocket`: the real server (launched like `deno task start`, narrowed permissions) over
  *   its PTY WebSocket, from this process as the client;
  * - `node-pty`: `@lydell/node-pty` under Node (installed into `.tmp/bench-pty` at run time);
@@ -24,7 +24,7 @@
 
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
-import { spawnOnTerminal } from "../../server/pty/spawn.ts";
+import { spawnOnTerminal } from "../../server/pty/terminal_program.ts";
 import { PseudoTerminal } from "../../server/pty/terminal.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));

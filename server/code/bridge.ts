@@ -18,7 +18,7 @@ import { confinements } from "../confine/confinement.ts";
 import { MAX_KERNEL_IDENTITIES } from "../confine/kernel_ports.ts";
 import { ApiError } from "../errors.ts";
 import { join } from "node:path";
-import { ManagedProcess } from "../process/spawn.ts";
+import { ManagedProcess } from "../process/process_group.ts";
 import type { ServerState } from "../state.ts";
 // A text import: the Python file ships with the package and loads like a module (from a checkout
 // or a registry), so the narrowed server needs no read access to its sources.

@@ -27,7 +27,7 @@
  */
 
 import { dirname, join } from "node:path";
-import { nativeSpawnSupported } from "../process/native_spawn.ts";
+import { nativeSpawnSupported } from "../process/posix_spawn.ts";
 import { listeningPorts, type ServerState, type Service } from "../state.ts";
 import { onReadOnlyMount } from "./fs_probe.ts";
 import {

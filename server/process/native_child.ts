@@ -39,7 +39,7 @@ import {
 import type { ChildSpec, ChildStatus, ChunkListener, SpawnedChild } from "./child.ts";
 import { decodeWaitStatus, killGroup } from "./child.ts";
 import { exitWatch, hasExited } from "./exit_watch.ts";
-import { spawnLeader } from "./native_spawn.ts";
+import { spawnLeader } from "./posix_spawn.ts";
 import type { StreamName } from "./output.ts";
 import { pollLoop } from "./poll_loop.ts";
 

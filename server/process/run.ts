@@ -9,7 +9,7 @@
 import type { Spawner } from "../confine/spawner.ts";
 import { TailBuffer } from "../../shared/tail_buffer.ts";
 import { HeadBuffer } from "./output.ts";
-import { type ExitInfo, ManagedProcess, type SpawnRequest } from "./spawn.ts";
+import { type ExitInfo, ManagedProcess, type SpawnRequest } from "./process_group.ts";
 
 /** The result of {@linkcode runCaptured}. */
 export interface CapturedRun {

@@ -17,7 +17,7 @@ import { envRules, guardEnv } from "../guards/env/index.ts";
 import { resolveGuardedPath } from "../guards/paths/resolve.ts";
 import type { ServerState } from "../state.ts";
 import { environmentStore } from "./environment.ts";
-import type { ExitInfo, SpawnRequest } from "./spawn.ts";
+import type { ExitInfo, SpawnRequest } from "./process_group.ts";
 import { type ProcessEntry, processTable } from "./table.ts";
 
 /** The fields of a process start as a caller gives them; the guarded ones are unchecked. */

@@ -12,7 +12,7 @@ import { confinements } from "../confine/confinement.ts";
 import { ApiError } from "../errors.ts";
 import type { ServerState, Service } from "../state.ts";
 import { OutputLog, type StreamName } from "./output.ts";
-import { type ExitInfo, ManagedProcess, type SpawnRequest } from "./spawn.ts";
+import { type ExitInfo, ManagedProcess, type SpawnRequest } from "./process_group.ts";
 
 /** Finished background processes kept per identity. */
 export const KEEP_FINISHED = 128;

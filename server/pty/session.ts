@@ -15,7 +15,7 @@
 
 import { Scrollback } from "./scrollback.ts";
 import { hangUpSession } from "./session_kill.ts";
-import { spawnOnTerminal, type TerminalChild } from "./spawn.ts";
+import { spawnOnTerminal, type TerminalChild } from "./terminal_program.ts";
 import { ProcessTree } from "../process/trees.ts";
 import type { Spawner } from "../confine/spawner.ts";
 import { PseudoTerminal } from "./terminal.ts";

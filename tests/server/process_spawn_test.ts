@@ -6,7 +6,7 @@
 // waits for room, children start clean. Waits poll with a generous bound; nothing depends on
 // tight timings.
 import assert from "node:assert/strict";
-import { nativeSpawnSupported } from "../../server/process/native_spawn.ts";
+import { nativeSpawnSupported } from "../../server/process/posix_spawn.ts";
 import { procStat, serverPid } from "../helpers/proc.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 import { eventually, settled } from "../helpers/wait.ts";

@@ -9,7 +9,7 @@
  */
 
 import { guardCwd, guardedEnvironment, runToEnd } from "../../process/start.ts";
-import { shell } from "../../process/spawn.ts";
+import { shell } from "../../process/process_group.ts";
 import type { ServerState } from "../../state.ts";
 import { hostPath } from "./workspace.ts";
 import type { SetupStep } from "./settings.ts";

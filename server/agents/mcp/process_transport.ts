@@ -15,7 +15,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { deserializeMessage, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { TailBuffer } from "../../../shared/tail_buffer.ts";
-import type { ExitInfo, ManagedProcess, SpawnRequest } from "../../process/spawn.ts";
+import type { ExitInfo, ManagedProcess, SpawnRequest } from "../../process/process_group.ts";
 import { processTable } from "../../process/table.ts";
 import type { ServerState } from "../../state.ts";
 

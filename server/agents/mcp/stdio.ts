@@ -12,7 +12,7 @@ import { ApiError } from "../../errors.ts";
 import { commandRules, guardArgv } from "../../guards/commands/index.ts";
 import { guardCwd, guardedEnvironment, spawnFailure } from "../../process/start.ts";
 import { type ActionPolicy, requireAction } from "../../policy/on_behalf.ts";
-import type { SpawnRequest } from "../../process/spawn.ts";
+import type { SpawnRequest } from "../../process/process_group.ts";
 import { hostPath } from "../environments/workspace.ts";
 import { McpServerError, redact } from "./errors.ts";
 import { describeExit, ProcessStdioTransport } from "./process_transport.ts";

@@ -18,7 +18,7 @@ import type { ActionPolicy } from "../../../policy/on_behalf.ts";
 import { commandRules, guardArgv, guardShellCommand } from "../../../guards/commands/index.ts";
 import { guardCwd, guardedEnvironment, spawnShell } from "../../../process/start.ts";
 import { TailBuffer } from "../../../../shared/tail_buffer.ts";
-import { shell as shellPath } from "../../../process/spawn.ts";
+import { shell as shellPath } from "../../../process/process_group.ts";
 import { newId } from "../../ids.ts";
 import type { FunctionToolDefinition } from "../model/model.ts";
 import { hostPath } from "../../environments/workspace.ts";

@@ -22,7 +22,7 @@ import type { Spawner } from "../confine/spawner.ts";
 import { closeFd, cString, libc, O_CLOEXEC, O_RDWR, WNOHANG } from "../libc/index.ts";
 import { decodeWaitStatus } from "../process/child.ts";
 import { exitWatch } from "../process/exit_watch.ts";
-import { spawnLeader } from "../process/native_spawn.ts";
+import { spawnLeader } from "../process/posix_spawn.ts";
 
 /** What the terminal keeps of its shell: its pid, its end, and a way to signal it. */
 export interface TerminalChild {

@@ -22,7 +22,7 @@ import type { ChildSpec, ChunkListener, SpawnedChild } from "./child.ts";
 import { CommandChild } from "./command_child.ts";
 import { directArgv } from "./direct.ts";
 import { NativeChild } from "./native_child.ts";
-import { nativeSpawnSupported } from "./native_spawn.ts";
+import { nativeSpawnSupported } from "./posix_spawn.ts";
 import { ProcessTree } from "./trees.ts";
 
 export type { ChunkListener } from "./child.ts";
@@ -96,7 +96,7 @@ export const TIMEOUT_EXIT_CODE = 124;
  * @example Usage
  * ```ts
  * import assert from "node:assert/strict";
- * import { ManagedProcess } from "./spawn.ts";
+ * import { ManagedProcess } from "./process_group.ts";
  * const p = new ManagedProcess({ cmd: "sleep 30", cwd: "/", env: {}, timeoutMs: 50 }, () => {});
  * const exit = await p.exited;
  * assert.equal(exit.timedOut, true);
