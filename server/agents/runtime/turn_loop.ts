@@ -105,8 +105,11 @@ function instructionsOf(setup: TurnSetup, session: SessionBody): string {
 function baseInstructions(session: SessionBody, environment: ToolEnvironment | null): string {
   const own = session.agent.instructions ?? "";
   if (!environment) return own;
-  const context = `You are working in the directory ${environment.workspace} (the workspace, ` +
-    `also named /workspace). Files you put under ${environment.workspace}/outputs/ are ` +
+  // The workspace is a directory of this machine: commands see it by that path only (there is
+  // no /workspace in their file system), so the model is told the real one and nothing else.
+  const context = `You are working in the directory ${environment.workspace} (the workspace); ` +
+    `in commands use paths relative to it or under ${environment.workspace} (there is no ` +
+    `/workspace directory). Files you put under ${environment.workspace}/outputs/ are ` +
     "published as artifacts when the turn ends. Run commands with the shell tool and edit " +
     "files with the apply_patch tool.";
   return own ? `${own}\n\n${context}` : context;

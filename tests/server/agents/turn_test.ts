@@ -47,6 +47,17 @@ Deno.test("turn: shell (echo, a slow command writing outputs/report.txt), apply_
   assert.equal(types.at(-1), "agent.session.idle");
   assert.equal(types.at(-2), "agent.session.turn.completed");
 
+  // The model is told the workspace's real path, the one its commands see, and never a
+  // /workspace its commands could not open.
+  const first = await upstream.modelCall(1);
+  const instructions = String(first.instructions);
+  assert.match(
+    instructions,
+    new RegExp(`working in the directory ${workspace} \\(the workspace\\)`),
+  );
+  assert.match(instructions, /there is no \/workspace directory/);
+  assert.doesNotMatch(instructions, /also named \/workspace/);
+
   // The model saw each command's output and the patch's result.
   const last = await upstream.modelCall(4);
   const outputs = (last.input as { type: string; output?: string }[])
