@@ -116,6 +116,13 @@ export class ProcessTable implements Service {
           const rest = decoders[type].decode();
           if (rest) log.append(type, rest, 0);
         }
+        // A dev server stopped by the default timeout must not vanish without a word: its log
+        // says why it ended, where a reader of its output looks.
+        if (exit.timedOut) {
+          const line = `[sandbar] stopped after its timeout of ${request.timeoutMs / 1000} s ` +
+            "(start it with timeout 0 for none)\n";
+          log.append("stderr", line, line.length);
+        }
         log.close();
       }
       if (entry.kind === "shell") this.#entries.delete(process.pid);

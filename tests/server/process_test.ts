@@ -169,6 +169,23 @@ Deno.test("background: start, stdin, output, follow, signal, list", async (t) =>
     assert.deepEqual(none.chunks, []);
     assert.equal(none.dropped_bytes, 0);
   });
+  await t.step("a process its timeout stops says so in its output", async () => {
+    const start = await server.post("/process/start", {
+      cmd: "echo serving; sleep 300",
+      timeout: 0.3,
+      stdin: false,
+    });
+    const { pid } = await start.json();
+    const done = await (await server.fetch(`/process/${pid}?wait=true&timeout=30`)).json();
+    assert.deepEqual([done.timed_out, done.exit_code], [true, 124]);
+    const out = await (await server.fetch(`/process/${pid}/output`)).json();
+    const last = out.chunks.at(-1);
+    assert.equal(last.type, "stderr");
+    assert.equal(
+      last.data,
+      "[sandbar] stopped after its timeout of 0.3 s (start it with timeout 0 for none)\n",
+    );
+  });
   await t.step("a signal reaches the whole group", async () => {
     const start = await server.post("/process/start", {
       cmd: "sleep 300 & echo $!; wait",
