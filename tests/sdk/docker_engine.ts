@@ -116,7 +116,20 @@ export async function startDockerd(options: { tcpPort?: number } = {}): Promise<
       clearTimeout(killed);
       await drained;
       log.close();
-      // overlay mounts under the data root are gone with the daemon; remove what is left
+      // Its containerd, and mounts a daemon stopped early may leave (the data root is bound
+      // onto itself), then the directory.
+      const containerd = await Deno.readTextFile(join(dir, "exec/containerd/containerd.pid"))
+        .catch(() => "");
+      if (/^\d+$/.test(containerd.trim())) {
+        try {
+          Deno.kill(Number(containerd.trim()), "SIGKILL");
+        } catch { /* gone */ }
+      }
+      const mounts = (await Deno.readTextFile("/proc/mounts")).split("\n")
+        .map((l) => l.split(" ")[1]).filter((m) => m?.startsWith(dir)).sort().reverse();
+      for (const m of mounts) {
+        await new Deno.Command("umount", { args: ["-l", m] }).output().catch(() => {});
+      }
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     },
   };

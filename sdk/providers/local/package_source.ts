@@ -56,8 +56,8 @@ export function packageSource(): PackageSource {
 }
 
 /**
- * The modules the local provider runs: the server and the relay (inside the sandbox), and the
- * supervisor (on the host); and the server's workers, which `deno cache` cannot find from
+ * The modules the local and docker providers run: the server and the relays (inside the
+ * sandbox), and the supervisor (on the host); and the server's workers, which `deno cache` cannot find from
  * `server/main.ts` because a worker is started by URL at run time (the confinement's spawner
  * thread, the content search's regex worker).
  */
@@ -65,6 +65,7 @@ export const SANDBOX_MODULES = [
   "server/main.ts",
   "sdk/providers/local/relay.ts",
   "sdk/providers/local/supervisor.ts",
+  "sdk/providers/docker/relay.ts",
   "sdk/providers/local/pool_fill.ts",
   "server/confine/spawner_worker.ts",
   "server/files/regex_worker.ts",
