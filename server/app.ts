@@ -61,7 +61,7 @@ export interface ServerApps {
  * ```ts
  * import assert from "node:assert/strict";
  * import { buildApps } from "./app.ts";
- * import { CommandRegistry } from "./commands/registry.ts";
+ * import { CommandRegistry } from "./named_commands/registry.ts";
  * import { HANDLERS } from "./handlers/mod.ts";
  * import { compilePolicy } from "./policy/compile.ts";
  * import { ServerState } from "./state.ts";

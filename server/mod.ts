@@ -48,7 +48,7 @@ export {
   type CommandFunction,
   type CommandInfo,
   CommandRegistry,
-} from "./commands/registry.ts";
+} from "./named_commands/registry.ts";
 export { loadPolicyFile, parsePolicy, PolicyLoadError } from "./policy/load.ts";
 export type {
   PolicyEndpointSetting,

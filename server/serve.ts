@@ -11,7 +11,7 @@ import { agentsConfig, resolveDataDir } from "./agents/config.ts";
 import type { AgentsService } from "./agents/service.ts";
 import type { SchedulerClock } from "./agents/automations/schedule.ts";
 import { buildApps } from "./app.ts";
-import { CommandRegistry } from "./commands/registry.ts";
+import { CommandRegistry } from "./named_commands/registry.ts";
 import { ConnectionGuard } from "./pipeline/connection_guard.ts";
 import { HANDLERS } from "./handlers/mod.ts";
 import { type AuditSink, jsonLinesSink } from "./pipeline/audit.ts";

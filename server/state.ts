@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { CommandRegistry } from "./commands/registry.ts";
+import type { CommandRegistry } from "./named_commands/registry.ts";
 import type { CompiledPolicy, EndpointState, Identity } from "./policy/compile.ts";
 
 /** A long-lived service of a group; closed when the server stops. */

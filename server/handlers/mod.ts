@@ -9,7 +9,7 @@
  * @module
  */
 
-import { commandsHandlers } from "./commands/index.ts";
+import { commandsHandlers } from "./named_commands/index.ts";
 import { coreHandlers } from "./core/index.ts";
 import { devToolsHandlers } from "./dev_tools/index.ts";
 import { fileOpsHandlers } from "./file_ops/index.ts";

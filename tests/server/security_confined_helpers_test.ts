@@ -13,7 +13,7 @@ import {
   tcpOnlyLaunch,
 } from "../../server/browser/chromium.ts";
 import { LANDLOCK_ENV } from "../../server/browser/exec_tcp_only.ts";
-import { CommandRegistry } from "../../server/commands/registry.ts";
+import { CommandRegistry } from "../../server/named_commands/registry.ts";
 import { Confinements, confinementUnavailable } from "../../server/confine/confinement.ts";
 import { compilePolicy } from "../../server/policy/compile.ts";
 import { SERVER_TOOL_PATH } from "../../server/process/environment.ts";

@@ -1,6 +1,9 @@
 /**
  * Named commands: functions a template author registers in the sandbox, listed by
- * `GET /commands` and called by `POST /commands/<name>` with JSON keyword arguments.
+ * `GET /commands` and called by `POST /commands/<name>` with JSON keyword arguments. (The
+ * folder says "named" because "commands" alone also means shell commands: the command guard in
+ * `guards/commands/`, the SDK's `sandbox.commands`. The contract keeps `commands` for the group
+ * and the client module.)
  *
  * A command file given with `--commands FILE.ts` exports a default function that receives the
  * registry (so the file and the server share one registry whatever import path the file uses):
