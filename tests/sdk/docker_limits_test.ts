@@ -66,6 +66,9 @@ Deno.test({
     const metrics = await sandbox.getMetrics();
     assert.equal(metrics.memTotal, 384 * 1024 * 1024);
     assert.ok(metrics.oomKills >= 1, `oom kills: ${metrics.oomKills}`);
+    const events = await sandbox.getEvents();
+    assert.equal(events.length, metrics.oomKills);
+    assert.equal(events[0].type, "oom_kill");
   },
 });
 

@@ -17,7 +17,7 @@ import {
   TimeoutError,
   ValidationError,
 } from "../../errors/mod.ts";
-import type { SandboxInfo, SandboxMetrics } from "../../models/sandbox.ts";
+import type { SandboxEvent, SandboxInfo, SandboxMetrics } from "../../models/sandbox.ts";
 import { capabilityNames } from "../capabilities.ts";
 import { denoDir } from "../local/launch.ts";
 import { cacheSandboxModules, packageSource } from "../local/package_source.ts";
@@ -622,8 +622,8 @@ export class DockerProvider implements SandboxProvider {
     return `${repo}:${tag}`;
   }
 
-  /** The engine's `oom` events of the container since it was made. */
-  async #oomKills(found: Labeled): Promise<number> {
+  /** The engine's `oom` events of the container since it was made, oldest first. */
+  async #oomEvents(found: Labeled): Promise<SandboxEvent[]> {
     const since = Math.floor(Date.parse(found.labels["sandbar.created"]) / 1000);
     const res = await this.engine.fetch("GET", "/events", {
       query: {
@@ -632,7 +632,19 @@ export class DockerProvider implements SandboxProvider {
         filters: JSON.stringify({ container: [found.container], event: ["oom"] }),
       },
     });
-    return (await res.text()).split("\n").filter((l) => l.trim()).length;
+    return (await res.text()).split("\n").filter((l) => l.trim()).map((l) => {
+      const e = JSON.parse(l) as { timeNano?: number; time?: number };
+      return {
+        type: "oom_kill",
+        at: new Date(e.timeNano ? e.timeNano / 1e6 : (e.time ?? 0) * 1000),
+        message: "The kernel killed a process of the sandbox for want of memory",
+      };
+    });
+  }
+
+  /** What happened to it: the kernel's OOM kills, from the engine's events. */
+  async getEvents(sandboxId: string): Promise<SandboxEvent[]> {
+    return await this.#oomEvents(await this.#live(sandboxId));
   }
 
   /** CPU, memory and process counts now, from the engine's stats. */
@@ -663,7 +675,7 @@ export class DockerProvider implements SandboxProvider {
       diskTotal: null,
       processes: s.pids_stats?.current ?? null,
       processLimit: s.pids_stats?.limit ?? resources.pids ?? null,
-      oomKills: await this.#oomKills(found),
+      oomKills: (await this.#oomEvents(found)).length,
     };
   }
 }
