@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { ProviderFeatureNotSupportedError, Sandbox, ValidationError } from "../../sdk/mod.ts";
 import { findBwrap } from "../../sdk/providers/local/launch.ts";
 import { useSandbarHome } from "./sandbox_helpers.ts";
+import { startPackageIndex } from "../helpers/package_index.ts";
 import { EgressCa } from "../../server/egress/tls_intercept.ts";
 
 await useSandbarHome();
@@ -307,58 +308,15 @@ Deno.test({
   },
 });
 
-/** A one-module wheel, built with Python's zipfile (a wheel is a zip with its metadata). */
-async function buildWheel(dir: string): Promise<string> {
-  const file = "sandbar_egress_probe-1.0-py3-none-any.whl";
-  const script = `
-import base64, hashlib, sys, zipfile
-n, v = "sandbar_egress_probe", "1.0"
-files = {
-  f"{n}/__init__.py": "VALUE = 'installed through the proxy'\\n",
-  f"{n}-{v}.dist-info/METADATA": f"Metadata-Version: 2.1\\nName: sandbar-egress-probe\\nVersion: {v}\\n",
-  f"{n}-{v}.dist-info/WHEEL": "Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n",
-}
-record = []
-with zipfile.ZipFile(sys.argv[1], "w") as z:
-  for path, text in files.items():
-    data = text.encode()
-    z.writestr(path, data)
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-    record.append(f"{path},sha256={digest},{len(data)}")
-  record.append(f"{n}-{v}.dist-info/RECORD,,")
-  z.writestr(f"{n}-{v}.dist-info/RECORD", "\\n".join(record) + "\\n")
-`;
-  const out = await new Deno.Command("/usr/bin/python3", {
-    args: ["-c", script, join(dir, file)],
-    stderr: "piped",
-  }).output();
-  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
-  return file;
-}
-
 Deno.test({
   name:
     "local sandbox network: pip installs into a virtual environment from a package index through the proxy",
   ignore: noBwrap,
   async fn() {
-    const dir = await Deno.makeTempDir({ prefix: "sandbar-egress-pypi-" });
-    const wheel = await buildWheel(dir);
-    const index = Deno.serve(
-      { hostname: "127.0.0.2", port: 0, onListen: () => {} },
-      async (req) => {
-        const path = new URL(req.url).pathname;
-        if (/^\/simple\/sandbar-egress-probe\/?$/.test(path)) {
-          return new Response(`<html><body><a href="/files/${wheel}">${wheel}</a></body></html>`, {
-            headers: { "content-type": "text/html" },
-          });
-        }
-        if (path === `/files/${wheel}`) return new Response(await Deno.readFile(join(dir, wheel)));
-        return new Response("not found", { status: 404 });
-      },
-    );
+    const index = await startPackageIndex("127.0.0.2");
     try {
       await using sandbox = await Sandbox.create({ network: { allow: ["127.0.0.2"] } });
-      const simple = `http://127.0.0.2:${index.addr.port}/simple/`;
+      const simple = index.url;
       const r = await sandbox.commands.run(
         `python3 -m venv /tmp/venv && /tmp/venv/bin/pip install -q --disable-pip-version-check ` +
           `--index-url ${simple} sandbar-egress-probe && ` +
@@ -367,8 +325,7 @@ Deno.test({
       );
       assert.equal(r.stdout.trim(), "installed through the proxy", r.stderr);
     } finally {
-      await index.shutdown();
-      await Deno.remove(dir, { recursive: true });
+      await index.close();
     }
   },
 });

@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import type OpenAI from "openai";
 import { rejection, startAgentsServer } from "./helpers.ts";
+import { startPackageIndex } from "../../helpers/package_index.ts";
 
 type Info = Awaited<ReturnType<OpenAI["beta"]["agents"]["environments"]["retrieve"]>> & {
   error?: { code: string; message: string } | null;
@@ -66,5 +67,37 @@ Deno.test("environments: network restricted reaches its allowed domains through 
     assert.equal(bad.param, "environment.network.allowed_domains");
   } finally {
     await origin.shutdown();
+  }
+});
+
+Deno.test("environments: pip installs into a virtual environment through a restricted network", async () => {
+  const index = await startPackageIndex("127.0.0.2");
+  try {
+    await using server = await startAgentsServer();
+    const { client } = server;
+    const env = await client.beta.agents.environments.create({
+      environment: {
+        type: "openai_hosted",
+        network: { access: "restricted", allowed_domains: ["127.0.0.2"] },
+        env: { PIP_INDEX_URL: index.url, PIP_DISABLE_PIP_VERSION_CHECK: "1" },
+        setup_commands: [
+          // Debian's Python (PEP 668: installs go into a virtual environment).
+          { command: "/usr/bin/python3 -m venv .venv" },
+          { command: ".venv/bin/python -m pip install -q sandbar-egress-probe" },
+          {
+            command:
+              `.venv/bin/python -c "import sandbar_egress_probe as p; print(p.VALUE)" > probe.txt`,
+          },
+        ],
+      },
+    });
+    const done = await settled(client, env.id);
+    assert.equal(done.status, "ready", JSON.stringify(done.error));
+    assert.equal(
+      await Deno.readTextFile(`${server.root}/agent-environments/${env.id}/probe.txt`),
+      "installed through the proxy\n",
+    );
+  } finally {
+    await index.close();
   }
 });
