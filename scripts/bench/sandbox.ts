@@ -146,8 +146,9 @@ export async function sizes(runs: number): Promise<void> {
   );
   await new Promise((r) => setTimeout(r, 2000)); // the bomb reaches its limit
   const loaded = await healthLatencies(neighbour, n);
-  const bombed = await bomb.getMetrics();
-  const hogged = await hog.getMetrics();
+  // Either may have ended meanwhile (its own server starved by its bomb or its allocations): say so.
+  const bombed = await bomb.getMetrics().catch(() => null);
+  const hogged = await hog.getMetrics().catch(() => null);
   const ms = (v: number[], p: number) => `${percentile(v, p).toFixed(1)} ms`;
   const created = percentile(limitsOn, 0.5) / percentile(limitsOff, 0.5);
   const health = percentile(loaded, 0.99) / percentile(idle, 0.99);
@@ -171,7 +172,8 @@ export async function sizes(runs: number): Promise<void> {
   );
   console.log(
     `neighbour /health, bomb + OOM loop   p50 ${ms(loaded, 0.5)}, p99 ${ms(loaded, 0.99)} ` +
-      `(bomb at ${bombed.processes}/${bombed.processLimit} processes, ${hogged.oomKills} OOM kills)`,
+      `(bomb at ${bombed ? `${bombed.processes}/${bombed.processLimit} processes` : "ENDED"}, ` +
+      `${hogged ? `${hogged.oomKills} OOM kills` : "the OOM sandbox ENDED"})`,
   );
   console.log(
     `ratio p99 loaded / idle ${health.toFixed(2)}; goal within 3x: ${
