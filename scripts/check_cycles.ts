@@ -1,6 +1,8 @@
 /**
- * The import-cycle check: fails when any non-test module of `server/`, `sdk/`, `engine/` or `shared/` can
- * reach itself through its imports. Imports run one way (transport on top, domain in the middle,
+ * The import-cycle check: fails when any non-test module of `server/`, `sdk/`, `engine/` or
+ * `shared/` can reach itself through its imports, or when an import crosses a layer boundary the
+ * wrong way ({@linkcode LAYER_RULES}: shared leaves, the engine alone, the agents group's
+ * layers). Imports run one way (transport on top, domain in the middle,
  * storage at the bottom); a cycle is the sign that one of them runs back up, and it makes "read
  * this part without the rest" impossible. `deno task check` runs it.
  *
@@ -216,13 +218,86 @@ export function describeCycles(cycles: readonly ImportCycle[]): string {
   return lines.join("\n");
 }
 
+/**
+ * An import that must not exist: a module matching `from` importing one matching `to` (unless
+ * the importer matches `unless`). Cycles are one failure of direction; these rules name the
+ * layer boundaries a cycle-free graph can still cross.
+ */
+export interface LayerRule {
+  /** Importers the rule is about (a repository path). */
+  readonly from: RegExp;
+  /** What they must not import. */
+  readonly to: RegExp;
+  /** Importers the rule leaves out. */
+  readonly unless?: RegExp;
+  /** Why, for the message. */
+  readonly why: string;
+}
+
+/** The direction of imports between the parts and inside the agents group, as data. */
+export const LAYER_RULES: readonly LayerRule[] = [
+  {
+    from: /^shared\//,
+    to: /^(server|sdk|engine)\//,
+    why: "shared/ holds leaves the three parts use; it imports none of them",
+  },
+  {
+    from: /^engine\//,
+    to: /^(server|sdk)\//,
+    why: "the engine stands alone: it imports neither the server nor the SDK",
+  },
+  {
+    from: /^server\/agents\//,
+    to: /^server\/handlers\//,
+    why: "the agents group starts processes through server/process/, not the HTTP handlers",
+  },
+  {
+    from: /^server\/agents\//,
+    to: /^server\/agents\/service\.ts$/,
+    unless: /^server\/agents\/(handlers\.ts|resources\/|automations\/(handlers|\w+_resource)\.ts)/,
+    why: "only the HTTP layer looks the agents service up; lower layers are handed the core",
+  },
+  {
+    from: /^server\/agents\//,
+    to: /^server\/agents\/(resources\/|automations\/(handlers|\w+_resource)\.ts|handlers\.ts)/,
+    unless: /^server\/agents\/(handlers\.ts|resources\/|automations\/(handlers|\w+_resource)\.ts)/,
+    why: "nothing below the agents HTTP layer imports it (domain functions live in domain/)",
+  },
+];
+
+/** Every import of the graph a rule forbids, as `importer → imported (why)`. */
+export function findLayerViolations(
+  graph: Map<string, Set<string>>,
+  rules: readonly LayerRule[] = LAYER_RULES,
+): string[] {
+  const found: string[] = [];
+  for (const [from, targets] of [...graph].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    for (const to of [...targets].sort()) {
+      for (const rule of rules) {
+        if (!rule.from.test(from) || !rule.to.test(to)) continue;
+        if (rule.unless?.test(from)) continue;
+        found.push(`${from} → ${to} (${rule.why})`);
+      }
+    }
+  }
+  return found;
+}
+
 if (import.meta.main) {
   const at = Deno.args.indexOf("--root");
   const root = at >= 0 ? Deno.args[at + 1] : fileURLToPath(new URL("..", import.meta.url));
-  const cycles = findCycles(await readImportGraph(root));
-  if (cycles.length > 0) {
-    console.error(describeCycles(cycles));
-    Deno.exit(1);
+  const graph = await readImportGraph(root);
+  const cycles = findCycles(graph);
+  const violations = findLayerViolations(graph);
+  if (cycles.length > 0) console.error(describeCycles(cycles));
+  if (violations.length > 0) {
+    console.error(
+      [`${violations.length} import(s) against the layers:`, ...violations.map((v) => `  ${v}`)]
+        .join("\n"),
+    );
   }
-  console.log(`no import cycles among the modules of ${CHECKED_DIRS.join(", ")}`);
+  if (cycles.length > 0 || violations.length > 0) Deno.exit(1);
+  console.log(
+    `no import cycles among the modules of ${CHECKED_DIRS.join(", ")}, and imports run one way`,
+  );
 }

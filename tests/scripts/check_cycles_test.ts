@@ -69,12 +69,40 @@ Deno.test("check_cycles: imports that run one way pass, and test files are not c
     "server/store.ts": `export const store = 1;\n`,
     "server/store_test.ts":
       `import { app } from "./app.ts";\nimport "./store_test.ts";\nexport const t = app;\n`,
-    "engine/mod.ts": `import { app } from "../server/app.ts";\nexport const e = app;\n`,
+    "sdk/mod.ts": `import { app } from "../server/app.ts";\nexport const e = app;\n`,
   });
   try {
     const { code, output } = await check(root);
     assert.equal(code, 0, output);
     assert.match(output, /no import cycles/);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("check_cycles: an import against the layers fails without a cycle, naming the rule", async () => {
+  const root = await plant({
+    "server/agents/service.ts":
+      `import { runtime } from "./runtime/runtime.ts";\nexport const service = runtime;\n`,
+    "server/agents/runtime/runtime.ts": `export const runtime = 1;\n`,
+    "server/agents/runtime/lookup.ts":
+      `import { service } from "../service.ts";\nexport const s = service;\n`,
+    "server/agents/resources/agents.ts":
+      `import { service } from "../service.ts";\nexport const h = service;\n`,
+    "shared/leaf.ts":
+      `import { runtime } from "../server/agents/runtime/runtime.ts";\nexport const l = runtime;\n`,
+  });
+  try {
+    const { code, output } = await check(root);
+    assert.equal(code, 1, output);
+    assert.doesNotMatch(output, /import cycle/);
+    assert.match(output, /2 import\(s\) against the layers/);
+    assert.match(
+      output,
+      /server\/agents\/runtime\/lookup\.ts → server\/agents\/service\.ts \(only the HTTP layer/,
+    );
+    assert.match(output, /shared\/leaf\.ts → server\/agents\/runtime\/runtime\.ts \(shared\//);
+    assert.doesNotMatch(output, /resources\/agents\.ts →/); // the HTTP layer may look it up
   } finally {
     await Deno.remove(root, { recursive: true });
   }
