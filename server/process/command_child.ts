@@ -12,12 +12,19 @@
  * Deno reaps the leader, so the group's leftovers can only be killed after that (a pid reused in
  * between is the accepted risk of this path; the native path kills before it reaps).
  *
+ * Under a process tree's cgroup, `Deno.Command` cannot start the child inside it, and moving it
+ * a moment after the start lets a quick `setsid prog &` out first. So the child is started
+ * through `/bin/sh`, which writes its own pid into the tree's `cgroup.procs` and only then
+ * `exec`s the program: nothing of the caller's runs outside the tree, and a failed write runs
+ * nothing at all.
+ *
  * @module
  */
 
 import type { ChildSpec, ChildStatus, ChunkListener, SpawnedChild } from "./child.ts";
 import { killGroup } from "./child.ts";
 import { resolveProgram } from "./locate_program.ts";
+import { spawnCgroup } from "./trees.ts";
 import type { StreamName } from "./output.ts";
 
 let setsidPath: string | null | undefined;
@@ -60,7 +67,11 @@ export class CommandChild implements SpawnedChild {
   /** Spawn `spec`; throws `Deno.errors.NotFound` and friends. */
   constructor(spec: ChildSpec, onChunk: ChunkListener) {
     const leader = setsid();
-    const [program, ...args] = leader ? [leader, ...spec.argv] : spec.argv;
+    const tree = spawnCgroup();
+    const [program, ...args] = [
+      ...(tree ? ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', `${tree}/cgroup.procs`] : []),
+      ...(leader ? [leader, ...spec.argv] : spec.argv),
+    ];
     if (leader) {
       // setsid would report a missing program as its own exit 1; keep the spawn error instead.
       resolveProgram(spec.argv[0], spec.cwd, spec.env.PATH);
