@@ -8,6 +8,9 @@
  *   is what the proxy adds to setting up a connection (decide, resolve, decide, connect, audit).
  *   Goal: under 2 ms added at p50.
  *
+ * - The same large download from inside a local sandbox (the relay's bridge, the Unix socket,
+ *   the supervisor's proxy), when bubblewrap is here: the whole path a sandbox's program takes.
+ *
  * The proxy runs in this process with an audit sink that keeps the lines in memory (so the
  * audit's cost is in the numbers); origin and clients are processes of their own. Medians of 5
  * rounds. The machine is shared: read the ratios, not the absolute numbers.
@@ -22,6 +25,8 @@ import { EgressProxy } from "../../server/egress/proxy.ts";
 import { NetworkRules } from "../../server/egress/rules.ts";
 import type { AuditEntry } from "../../server/pipeline/audit.ts";
 import { median } from "./load.ts";
+import { Sandbox } from "../../sdk/mod.ts";
+import { findBwrap } from "../../sdk/providers/local/launch.ts";
 
 const ORIGIN = fileURLToPath(new URL("./network/origin.ts", import.meta.url));
 const CLIENT = fileURLToPath(new URL("./network/client.ts", import.meta.url));
@@ -99,6 +104,24 @@ export async function main(rounds = 5) {
     origin.child.kill();
     await origin.child.status;
   }
+  const sandboxSpeeds: number[] = [];
+  if (findBwrap()) {
+    const again = await startOrigin();
+    try {
+      await using sandbox = await Sandbox.create({ network: { allow: ["127.0.0.2"] } });
+      const url = `http://127.0.0.2:${again.port}/big?mb=${BIG_MB}`;
+      for (let i = 0; i < rounds; i++) {
+        const out = await sandbox.commands.run(
+          `curl -sS -o /dev/null -w '%{speed_download}' ${url}`,
+          { timeout: 120 },
+        );
+        sandboxSpeeds.push(Number(out.stdout) / 1e6);
+      }
+    } finally {
+      again.child.kill();
+      await again.child.status;
+    }
+  }
   const m = Object.fromEntries(Object.entries(r).map(([k, v]) => [k, median(v)]));
   const ratio = m.bigProxy / m.bigDirect;
   const added = m.p50Proxy - m.p50Direct;
@@ -120,6 +143,14 @@ export async function main(rounds = 5) {
     }`,
   );
   console.log(`  (${audit.length} audit lines written)`);
+  if (sandboxSpeeds.length > 0) {
+    const inside = median(sandboxSpeeds);
+    console.log(
+      `large download from inside a local sandbox (bridge, socket, proxy): ${
+        inside.toFixed(0)
+      } MB/s, ${(inside / m.bigDirect).toFixed(2)} of direct`,
+    );
+  }
   return { ratio, added };
 }
 
