@@ -234,6 +234,8 @@ async function writePinned(
     if ((e as LibcCallError).code === "EISDIR") {
       throw new ApiError("conflict", `${target} is a directory`, { param, cause: e });
     }
+    // The pinned directory was removed meanwhile (nothing can be made in it): changed.
+    if (e instanceof LibcCallError && e.code === "ENOENT") throw swapped(param);
     throw e;
   }
 }

@@ -62,12 +62,15 @@ export function hostPath(workspace: string, path: string): string {
 export async function createWorkspace(state: ServerState, workspace: string): Promise<void> {
   const guarded = resolveGuardedPath(state, workspace, "write", "environment");
   if (guarded.ancestor.path === guarded.path) return;
-  await makeDirectories(guarded.ancestor.path, guarded.path, noSymlinks(state), "environment");
+  await makeDirectories(guarded.ancestor.path, guarded.path, NO_LINKS, "environment");
 }
 
-function noSymlinks(state: ServerState): boolean {
-  return state.policy.paths.symlinks !== "allow";
-}
+/**
+ * The agent runtime's own file operations never pass through a link, whatever `paths.symlinks`
+ * allows the file endpoints: under `allow`, a directory swapped for a link to the data directory
+ * between the guard's look and the use would otherwise be followed.
+ */
+const NO_LINKS = true;
 
 /** The bytes of a file parameter, as a stream, with the size when known. */
 export async function fileSource(
@@ -105,7 +108,7 @@ export async function materialise(
       await makeDirectories(
         guarded.ancestor.path,
         dirname(guarded.path),
-        noSymlinks(state),
+        NO_LINKS,
         `${param}.path`,
       );
     }
@@ -116,7 +119,7 @@ export async function materialise(
   const st = await writeAtomically(guarded.path, body, {
     overwrite: true,
     param: `${param}.path`,
-    noSymlinks: noSymlinks(state),
+    noSymlinks: NO_LINKS,
   });
   return st.size;
 }

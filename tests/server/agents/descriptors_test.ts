@@ -88,13 +88,16 @@ async function withSwapper<T>(
   }
 }
 
-async function setting() {
+async function setting(symlinks?: "allow") {
   const root = await Deno.makeTempDir({ prefix: "sandbar-swap-" });
   const secretPath = `${root}/denied-secret.txt`;
   await Deno.writeTextFile(secretPath, "denied-secret-9f3a7c");
   const t = await runtimeSetup({
     root,
-    policy: { endpoints: { agents: true }, paths: { deny: [secretPath] } },
+    policy: {
+      endpoints: { agents: true },
+      paths: { deny: [secretPath], ...(symlinks ? { symlinks } : {}) },
+    },
   });
   const { sessionId, environmentId, workspace } = await t.session();
   const dataDir = t.server.dataDir;
@@ -157,60 +160,65 @@ Deno.test("descriptors: artifact publishing over 1000 turns against a swap loop 
   assert.deepEqual(await s.snapshot(), before, "the data directory changed");
 });
 
-Deno.test("descriptors: 1000 apply_patch reads, moves and deletes against a swap loop never read or remove a secret", async () => {
-  await using s = await setting();
-  const { t, sessionId, workspace } = s;
-  const before = await s.snapshot();
-  const PER_TURN = 20;
-  const TURNS = 50;
-  await Deno.mkdir(`${workspace}/copies`);
-  await withSwapper(`${workspace}/outputs`, s.dataDir, s.secretPath, async () => {
-    for (let turn = 0; turn < TURNS; turn++) {
-      const calls = [];
-      for (let i = 0; i < PER_TURN; i++) {
-        const n = turn * PER_TURN + i;
-        const input = i % 2 === 0
-          // Read outputs/x.txt (a decoy or a link) and move it, unchanged, to copies/.
-          ? `*** Begin Patch\n*** Update File: outputs/x.txt\n*** Move to: copies/c-${n}.txt\n*** End Patch`
-          // Read and delete outputs/d/canary (a decoy, or the data directory's through a link).
-          : "*** Begin Patch\n*** Delete File: outputs/d/canary\n*** End Patch";
-        calls.push({ type: "function_call" as const, name: "apply_patch", arguments: { input } });
+// Also under `paths.symlinks: "allow"`: the runtime's own file operations follow no link even
+// then, or a directory swapped for a link to the data directory would be followed.
+for (const symlinks of [undefined, "allow" as const]) {
+  const under = symlinks ? ` (paths.symlinks: ${symlinks})` : "";
+  Deno.test(`descriptors: 1000 apply_patch reads, moves and deletes against a swap loop never read or remove a secret${under}`, async () => {
+    await using s = await setting(symlinks);
+    const { t, sessionId, workspace } = s;
+    const before = await s.snapshot();
+    const PER_TURN = 20;
+    const TURNS = 50;
+    await Deno.mkdir(`${workspace}/copies`);
+    await withSwapper(`${workspace}/outputs`, s.dataDir, s.secretPath, async () => {
+      for (let turn = 0; turn < TURNS; turn++) {
+        const calls = [];
+        for (let i = 0; i < PER_TURN; i++) {
+          const n = turn * PER_TURN + i;
+          const input = i % 2 === 0
+            // Read outputs/x.txt (a decoy or a link) and move it, unchanged, to copies/.
+            ? `*** Begin Patch\n*** Update File: outputs/x.txt\n*** Move to: copies/c-${n}.txt\n*** End Patch`
+            // Read and delete outputs/d/canary (a decoy, or the data directory's through a link).
+            : "*** Begin Patch\n*** Delete File: outputs/d/canary\n*** End Patch";
+          calls.push({ type: "function_call" as const, name: "apply_patch", arguments: { input } });
+        }
+        t.upstream.script.push({ output: calls }, { output: [{ type: "message", text: "ok" }] });
+        await t.client.beta.agents.sessions.stream(sessionId, { input: `turn ${turn}` })
+          .finalResult();
       }
-      t.upstream.script.push({ output: calls }, { output: [{ type: "message", text: "ok" }] });
-      await t.client.beta.agents.sessions.stream(sessionId, { input: `turn ${turn}` })
-        .finalResult();
+    });
+    let moved = 0;
+    for await (const e of Deno.readDir(`${workspace}/copies`)) {
+      const bytes = await Deno.readFile(`${workspace}/copies/${e.name}`);
+      assert.equal(leaks(bytes, s.secrets), false, `${e.name} holds a secret`);
+      moved++;
     }
+    assert.ok(moved > 0, "no patch went through: the loop proved nothing");
+    assert.deepEqual(await s.snapshot(), before, "the data directory changed");
   });
-  let moved = 0;
-  for await (const e of Deno.readDir(`${workspace}/copies`)) {
-    const bytes = await Deno.readFile(`${workspace}/copies/${e.name}`);
-    assert.equal(leaks(bytes, s.secrets), false, `${e.name} holds a secret`);
-    moved++;
-  }
-  assert.ok(moved > 0, "no patch went through: the loop proved nothing");
-  assert.deepEqual(await s.snapshot(), before, "the data directory changed");
-});
 
-Deno.test("descriptors: 1000 environment file uploads against a swap loop never write into the data directory", async () => {
-  await using s = await setting();
-  const { t, environmentId, workspace } = s;
-  const before = await s.snapshot();
-  let written = 0;
-  await withSwapper(`${workspace}/outputs`, s.dataDir, s.secretPath, async () => {
-    for (let i = 0; i < 1000; i++) {
-      const name = ["store.key", "canary", "agents.sqlite"][i % 3];
-      const res = await t.server.post(`/v1/agents/environments/${environmentId}/files`, {
-        type: "inline",
-        path: `/workspace/outputs/d/${name}`,
-        data: btoa(`planted-${i}`),
-      });
-      const text = await res.text();
-      if (res.status === 200) written++;
-      else assert.ok([400, 403, 409].includes(res.status), `answered ${res.status}: ${text}`);
-    }
+  Deno.test(`descriptors: 1000 environment file uploads against a swap loop never write into the data directory${under}`, async () => {
+    await using s = await setting(symlinks);
+    const { t, environmentId, workspace } = s;
+    const before = await s.snapshot();
+    let written = 0;
+    await withSwapper(`${workspace}/outputs`, s.dataDir, s.secretPath, async () => {
+      for (let i = 0; i < 1000; i++) {
+        const name = ["store.key", "canary", "agents.sqlite"][i % 3];
+        const res = await t.server.post(`/v1/agents/environments/${environmentId}/files`, {
+          type: "inline",
+          path: `/workspace/outputs/d/${name}`,
+          data: btoa(`planted-${i}`),
+        });
+        const text = await res.text();
+        if (res.status === 200) written++;
+        else assert.ok([400, 403, 409].includes(res.status), `answered ${res.status}: ${text}`);
+      }
+    });
+    assert.ok(written > 0, "no upload went through: the loop proved nothing");
+    assert.deepEqual(await s.snapshot(), before, "the data directory changed");
+    // The store still opens with its key: nothing was overwritten.
+    assert.equal((await t.client.beta.agents.vaults.create({ name: "still" })).name, "still");
   });
-  assert.ok(written > 0, "no upload went through: the loop proved nothing");
-  assert.deepEqual(await s.snapshot(), before, "the data directory changed");
-  // The store still opens with its key: nothing was overwritten.
-  assert.equal((await t.client.beta.agents.vaults.create({ name: "still" })).name, "still");
-});
+}

@@ -82,11 +82,15 @@ function readGuarded(state: ServerState, path: string): Uint8Array | null {
   if (!g.stat?.isFile) throw new PatchError(`${path} is not a regular file`);
   let read;
   try {
-    read = PinnedDirectory.readWithoutLinks(g.path, MAX_PATCHED_BYTES, noSymlinks(state));
+    read = PinnedDirectory.readWithoutLinks(g.path, MAX_PATCHED_BYTES, NO_LINKS);
   } catch (e) {
     if (e instanceof LibcCallError && e.code === "ENOENT") return null;
     if (e instanceof LibcCallError && e.code === "ELOOP") {
-      throw new ApiError("symlink_denied", `${path} changed while it was read`, { param: "input" });
+      throw new ApiError(
+        "symlink_denied",
+        `${path} passes through a link (or changed while it was read); apply_patch follows none`,
+        { param: "input" },
+      );
     }
     if (e instanceof UnreadableFileError) throw new PatchError(`${path}: ${e.message}`);
     throw e;
@@ -97,9 +101,12 @@ function readGuarded(state: ServerState, path: string): Uint8Array | null {
   return read.bytes;
 }
 
-function noSymlinks(state: ServerState): boolean {
-  return state.policy.paths.symlinks !== "allow";
-}
+/**
+ * The agent runtime's own file operations never pass through a link, whatever `paths.symlinks`
+ * allows the file endpoints: under `allow`, a directory swapped for a link to the data directory
+ * between the guard's look and the use would otherwise be followed.
+ */
+const NO_LINKS = true;
 
 /** Read everything and compute every change; nothing is written. */
 function plan(state: ServerState, workspace: string, input: string): FileChange[] {
@@ -147,7 +154,7 @@ async function write(state: ServerState, path: string, bytes: Uint8Array | null)
       await removeEntry(g.path, {
         directory: false,
         recursive: false,
-        noSymlinks: noSymlinks(state),
+        noSymlinks: NO_LINKS,
         param: "input",
       });
     }
@@ -155,13 +162,13 @@ async function write(state: ServerState, path: string, bytes: Uint8Array | null)
   }
   let g = resolveGuardedPath(state, path, "write", "input");
   if (g.ancestor.path !== dirname(g.path)) {
-    await makeDirectories(g.ancestor.path, dirname(g.path), noSymlinks(state));
+    await makeDirectories(g.ancestor.path, dirname(g.path), NO_LINKS);
     g = resolveGuardedPath(state, path, "write", "input");
   }
   await writeAtomically(g.path, new Response(bytes as Uint8Array<ArrayBuffer>).body!, {
     overwrite: true,
     directory: g.ancestor.stat,
-    noSymlinks: noSymlinks(state),
+    noSymlinks: NO_LINKS,
     param: "input",
   });
 }
