@@ -287,14 +287,14 @@ Deno.test({
     await sandbox.pause();
     const state = JSON.parse(Deno.readTextFileSync(`${dir}/state.json`));
     Deno.kill(state.supervisor.pid, "SIGKILL");
-    // The next look (any process's) finds it: its frozen processes are ended, its files kept,
-    // and it is listed as paused.
-    const listed = (await Sandbox.list()).find((i) => i.sandboxId === sandbox.id);
-    assert.equal(listed?.status, "paused");
+    // Its frozen processes end with it, unasked (a watcher thaws them into the kill)...
     assert.ok(
       await holdsWithin(() => processesMentioning(`${dir}/`).length === 0),
       "processes left",
     );
+    // ... and the next look (any process's) keeps its files and lists it as paused.
+    const listed = (await Sandbox.list()).find((i) => i.sandboxId === sandbox.id);
+    assert.equal(listed?.status, "paused");
     for (const d of Object.values(state.cgroup.dirs) as string[]) {
       assert.throws(() => Deno.statSync(d), `cgroup ${d} left`);
     }

@@ -376,6 +376,22 @@ function frozenV2(ref: CgroupRef): boolean {
 }
 
 /**
+ * A watcher for a paused sandbox: `sh` that waits for the supervisor `pid` to end and then ends
+ * every process of the frozen cgroup (a kill cannot land on a v1-frozen process until it is
+ * thawed, so without it they would stay frozen, holding their memory, until someone looks).
+ */
+export function reaperArgv(ref: CgroupRef, pid: number): string[] {
+  const q = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+  const end = ref.version === 2
+    ? `echo 1 > ${q(join(ref.dirs.unified, "cgroup.kill"))}`
+    : `for f in $(find ${q(ref.dirs.freezer)} -name cgroup.procs); do ` +
+      `kill -9 $(cat "$f") 2>/dev/null; done; echo THAWED > ${
+        q(join(ref.dirs.freezer, "freezer.state"))
+      }`;
+  return ["/bin/sh", "-c", `while kill -0 ${pid} 2>/dev/null; do sleep 1; done; ${end}`];
+}
+
+/**
  * Kill every process of the cgroup, wherever it moved in the process tree (a `setsid`, a double
  * fork), and wait until none is left. v2 has `cgroup.kill`; v1 freezes the cgroup (no process can
  * fork while frozen), SIGKILLs every member, and thaws it so the kills land.

@@ -27,7 +27,15 @@
 
 import { basename, dirname, join } from "node:path";
 import { capabilityNames } from "../capabilities.ts";
-import { cgroupStats, createCgroup, enterArgv, freeze, killAll, removeCgroup } from "./cgroup.ts";
+import {
+  cgroupStats,
+  createCgroup,
+  enterArgv,
+  freeze,
+  killAll,
+  reaperArgv,
+  removeCgroup,
+} from "./cgroup.ts";
 import {
   EGRESS_CA_DIR,
   EGRESS_SOCKET,
@@ -125,6 +133,8 @@ class Supervisor {
     if (this.state.status !== from) return;
     if (this.state.cgroup) await freeze(this.state.cgroup, to === "paused");
     else signalTree(this.treeRoot, signal);
+    if (to === "paused") this.watchPause();
+    else this.stopReaper();
     this.state.status = to;
     // A pause stops the lifetime's clock (as E2B's does); a resume starts it again.
     if (to === "paused") {
@@ -136,6 +146,30 @@ class Supervisor {
       this.armTimer();
     }
     await this.save();
+  }
+
+  reaper: Deno.ChildProcess | undefined;
+
+  /** While paused: a watcher that ends the frozen processes if this supervisor dies. */
+  watchPause(): void {
+    if (!this.state.cgroup) return;
+    const [cmd, ...args] = reaperArgv(this.state.cgroup, Deno.pid);
+    try {
+      this.reaper = new Deno.Command(cmd, {
+        args,
+        stdin: "null",
+        stdout: "null",
+        stderr: "null",
+      }).spawn();
+      this.reaper.unref();
+    } catch { /* without it, the next look ends them */ }
+  }
+
+  stopReaper(): void {
+    try {
+      this.reaper?.kill("SIGKILL");
+    } catch { /* gone */ }
+    this.reaper = undefined;
   }
 
   /** The lifetime left at the pause, from now. */
@@ -319,6 +353,7 @@ class Supervisor {
       for (const g of this.gateways) g.close();
       this.channel?.close();
       await this.egress?.close();
+      this.stopReaper();
       const root = processRef(this.treeRoot);
       if (this.state.cgroup) await killAll(this.state.cgroup).catch(() => {});
       if (this.state.isolation === "bwrap") killTree(root ?? undefined);
