@@ -47,6 +47,12 @@ export interface EgressProxyOptions {
   /** Which connections are audited: `all` (the default), `deny` (refusals only) or `off`. */
   auditSetting?: "off" | "deny" | "all";
   /**
+   * How long a client may take to say where it goes (its request, and a tunnel's first bytes)
+   * before it is closed; default 30 s. An idle client holds a descriptor and, once a tunnel is
+   * open, a connection to its host.
+   */
+  handshakeTimeoutMs?: number;
+  /**
    * The certificate authority that signs the certificates of hosts a secret is attached to
    * (see `tls_intercept.ts`); without one, such hosts are tunnelled untouched.
    */
@@ -141,6 +147,8 @@ export class EgressProxy {
   readonly #audit: ((entry: AuditEntry) => void) | undefined;
   readonly #auditSetting: "off" | "deny" | "all";
   readonly #ca: EgressCa | undefined;
+  readonly #handshakeTimeoutMs: number;
+  readonly #handshakes = new Map<Deno.Conn, ReturnType<typeof setTimeout>>();
   #rules: NetworkRules;
   readonly #tunnels = new Set<Tunnel>();
   readonly #pending = new Set<Deno.Conn>();
@@ -154,6 +162,7 @@ export class EgressProxy {
     this.#audit = options.audit;
     this.#auditSetting = options.auditSetting ?? "all";
     this.#ca = options.ca;
+    this.#handshakeTimeoutMs = options.handshakeTimeoutMs ?? 30_000;
     this.#accepting = this.#accept();
   }
 
@@ -269,7 +278,22 @@ export class EgressProxy {
     return { ok: true, upstream, addresses };
   }
 
+  /** The client has said where it goes: no more handshake deadline. */
+  #handshaken(client: Deno.Conn): void {
+    clearTimeout(this.#handshakes.get(client));
+    this.#handshakes.delete(client);
+  }
+
   async #serve(client: Deno.Conn): Promise<void> {
+    this.#handshakes.set(client, setTimeout(() => closeQuietly(client), this.#handshakeTimeoutMs));
+    try {
+      await this.#dispatch(client);
+    } finally {
+      this.#handshaken(client);
+    }
+  }
+
+  async #dispatch(client: Deno.Conn): Promise<void> {
     const reader = new ConnReader(client);
     const first = await reader.peek(1);
     if (first.length === 0) return;
@@ -405,6 +429,7 @@ export class EgressProxy {
           return;
         }
       }
+      this.#handshaken(client);
       const early = reader.rest();
       if (down === null) {
         const track = (conns: Deno.Conn[]) => tunnel.others.push(...conns);

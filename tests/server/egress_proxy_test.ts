@@ -373,3 +373,30 @@ Deno.test("egress proxy: an intercepted host whose certificate the proxy cannot 
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("egress proxy: a client that never says where it goes is closed, and so is a tunnel whose client sends nothing", async () => {
+  const target = origin("127.0.0.2");
+  const proxy = EgressProxy.listen({ hostname: "127.0.0.1", port: 0 }, {
+    identity: "tester",
+    rules: NetworkRules.compile({ allow: ["127.0.0.2"] }),
+    handshakeTimeoutMs: 200,
+  });
+  const ends = async (conn: Deno.Conn) => {
+    const buf = new Uint8Array(256);
+    while ((await conn.read(buf).catch(() => null)) !== null) { /* until closed */ }
+    conn.close();
+  };
+  try {
+    const silent = await Deno.connect({ hostname: "127.0.0.1", port: proxy.port });
+    await ends(silent);
+    const tunnel = await Deno.connect({ hostname: "127.0.0.1", port: proxy.port });
+    await tunnel.write(
+      new TextEncoder().encode(`CONNECT 127.0.0.2:${target.port} HTTP/1.1\r\n\r\n`),
+    );
+    await ends(tunnel);
+    assert.equal(proxy.openConnections, 0);
+  } finally {
+    await proxy.close();
+    await target.server.shutdown();
+  }
+});
