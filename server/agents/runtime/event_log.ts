@@ -13,6 +13,9 @@ import { newId } from "../ids.ts";
 import type { AgentStore } from "../store.ts";
 import { sseFrame } from "./sse.ts";
 
+/** The `Last-Event-ID` that asks for every event of a session, from its first. */
+export const FROM_START = "0";
+
 /** A live reader of a session's events. */
 export interface Subscriber {
   /**
@@ -113,11 +116,14 @@ export class EventLog {
 
   /**
    * The events of a session stored after `eventId`, in order; undefined when that id is not an
-   * event of this session.
+   * event of this session. {@linkcode FROM_START} stands before the first event, so a finished
+   * session's events can be read again from the beginning.
    */
   after(sessionId: string, eventId: string): LoggedEvent[] | undefined {
-    const row = this.#store.prepared("SELECT seq FROM events WHERE event_id = ? AND session_id = ?")
-      .get(eventId, sessionId) as { seq: number } | undefined;
+    const row = eventId === FROM_START
+      ? { seq: Number.MIN_SAFE_INTEGER }
+      : this.#store.prepared("SELECT seq FROM events WHERE event_id = ? AND session_id = ?")
+        .get(eventId, sessionId) as { seq: number } | undefined;
     if (!row) return undefined;
     const rows = this.#store.prepared(
       "SELECT event_id, body FROM events WHERE session_id = ? AND seq > ? ORDER BY seq",

@@ -82,6 +82,12 @@ Deno.test("events: two subscribers see the same events in the same order; a reco
   const rest = await readEvents(resumed, isIdle);
   assert.deepEqual(rest.map((e) => e.id), all.slice(partial.length).map((e) => e.id));
   assert.ok(all.some((e) => e.event.type === "agent.output.command_execution_output.delta"));
+  // Last-Event-ID 0 replays the whole session from its first event, after the turn ended too.
+  const replay = await server.fetch(path, {
+    headers: { accept: "text/event-stream", "last-event-id": "0" },
+  });
+  const replayed = await readEvents(replay, (e) => e.event_id === all.at(-1)!.id);
+  assert.deepEqual(replayed.slice(-all.length).map((e) => e.id), all.map((e) => e.id));
   // An id that is not an event of this session is refused by name.
   const bad = await server.fetch(path, { headers: { "last-event-id": "evt_nope" } });
   assert.equal(bad.status, 400);
