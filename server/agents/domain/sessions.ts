@@ -13,7 +13,7 @@ import type { ServerState } from "../../state.ts";
 import type { AgentsCore } from "../core.ts";
 import { invalid, notFound } from "../errors.ts";
 import { newId, unixNow } from "../ids.ts";
-import { validate } from "../v1_request_reader.ts";
+import { validate } from "../schemas/validate.ts";
 import type { InputMessage } from "../runtime/live_session.ts";
 import { type AgentConfig, publicBody, type SessionBody } from "../runtime/records.ts";
 import type { AgentRuntime } from "../runtime/runtime.ts";
