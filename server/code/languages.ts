@@ -11,8 +11,7 @@
 
 import { ApiError } from "../errors.ts";
 import type { Spawner } from "../confine/spawner.ts";
-import { SERVER_TOOL_PATH } from "../process/environment.ts";
-import { toolOutput } from "../process/run.ts";
+import { findSystemPython } from "../process/system_python.ts";
 import type { ServerState } from "../state.ts";
 
 /** A language of `run_code`. */
@@ -84,20 +83,7 @@ let python: Promise<string | null> | undefined;
  * caller set.
  */
 export function kernelPython(spawner?: Spawner): Promise<string | null> {
-  python ??= (async () => {
-    const env = { PATH: SERVER_TOOL_PATH };
-    for (const candidate of ["/usr/bin/python3", "python3"]) {
-      const out = await toolOutput(
-        [candidate, "-c", "import ipykernel, jupyter_client, sys; print(sys.executable)"],
-        env,
-        10000,
-        "/",
-        spawner,
-      );
-      if (out?.trim()) return out.trim();
-    }
-    return null;
-  })();
+  python ??= findSystemPython("import ipykernel, jupyter_client", spawner);
   return python;
 }
 

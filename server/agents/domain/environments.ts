@@ -16,6 +16,7 @@ import type { ServerState } from "../../state.ts";
 import type { AgentsCore } from "../core.ts";
 import { notFound } from "../errors.ts";
 import { networkPrefix } from "../environments/network.ts";
+import { usesVenv, venvDir, venvPython } from "../environments/python_venv.ts";
 import {
   answeredNetworkAndPackages,
   checkEnv,
@@ -141,6 +142,7 @@ function startSetup(
       secrets.env,
       prefix,
       stop.signal,
+      usesVenv(secrets.steps) ? venvDir(workspaceDir(state, environmentId)) : null,
     ).catch((e) => ({ ok: false as const, code: "sandbox_error", message: String(e) }));
     if (stop.signal.aborted) return; // the server is stopping; recovered at the next start
     const found = service.store.get("environment", environmentId);
@@ -189,7 +191,8 @@ export async function prepareEnvironment(
   const settings = await seeded(service, owner, value.environment);
   refuseUnsupported(settings, param);
   const env = checkEnv(state, settings.env, `${param}.env`);
-  const steps = setupSteps(settings);
+  const python = settings.packages?.python?.length ? await venvPython(state) : undefined;
+  const steps = setupSteps(settings, python);
   checkSteps(state, identity, steps, param);
   const prefix = await networkPrefix(
     settings.network?.access ?? "enabled",

@@ -16,6 +16,7 @@ import { missingScope } from "../../policy/scopes.ts";
 import type { ServerState } from "../../state.ts";
 import { invalid } from "../errors.ts";
 import type { EnvironmentSettings } from "../schemas/environments.ts";
+import { pythonPackageCommands } from "./python_venv.ts";
 
 /** Variables an environment may never set, as the API refuses them. */
 export const REFUSED_VARIABLES = ["PATH", "CODEX_*", "OPENAI_API_KEY"];
@@ -23,10 +24,12 @@ export const REFUSED_VARIABLES = ["PATH", "CODEX_*", "OPENAI_API_KEY"];
 /** A package name: no option (`-…`), no shell syntax. */
 const PACKAGE_NAME = /^[A-Za-z0-9@][A-Za-z0-9._+\-/=<>~^:@]*$/;
 
-/** The commands that install packages, by kind, before the names. */
+/**
+ * The commands that install packages, by kind, before the names; `python` is two steps of its
+ * own (`./python_venv.ts`).
+ */
 export const PACKAGE_COMMANDS = {
   system: ["apt-get", "install", "-y", "--no-install-recommends"],
-  python: ["python3", "-m", "pip", "install"],
   npm: ["npm", "install"],
 } as const;
 
@@ -89,8 +92,11 @@ export function refuseUnsupported(settings: EnvironmentSettings, param: string):
   }
 }
 
-/** The commands of a setup, in order: packages (system, python, npm), then setup_commands. */
-export function setupSteps(settings: EnvironmentSettings): SetupStep[] {
+/**
+ * The commands of a setup, in order: packages (system, python, npm), then setup_commands.
+ * `python` is the Python that makes the environment's virtual environment.
+ */
+export function setupSteps(settings: EnvironmentSettings, python = "python3"): SetupStep[] {
   const steps: SetupStep[] = [];
   for (const kind of ["system", "python", "npm"] as const) {
     const names = settings.packages?.[kind];
@@ -100,7 +106,10 @@ export function setupSteps(settings: EnvironmentSettings): SetupStep[] {
         throw invalid(`packages.${kind}[${i}]`, `Invalid package name '${name}'.`);
       }
     }
-    steps.push({ label: `packages.${kind}`, argv: [...PACKAGE_COMMANDS[kind], ...names] });
+    const label = `packages.${kind}`;
+    if (kind === "python") {
+      for (const argv of pythonPackageCommands(python, names)) steps.push({ label, argv });
+    } else steps.push({ label, argv: [...PACKAGE_COMMANDS[kind], ...names] });
   }
   for (const [i, s] of (settings.setup_commands ?? []).entries()) {
     steps.push({ label: `setup_commands[${i}]`, cmd: s.command, cwd: s.cwd ?? undefined });
@@ -140,6 +149,15 @@ export function checkSteps(
         rule: shell?.rule ?? undefined,
         endpoint: "shell",
       },
+    );
+  }
+  const python = steps.find((s) => s.label === "packages.python");
+  if (python && (state.policy.allowCommands !== undefined || state.policy.denyCommands.length)) {
+    throw invalid(
+      `${param}.packages.python`,
+      "packages.python puts the environment's virtual environment first on PATH, which this " +
+        "policy's command rules forbid (a program of the workspace could take an allowed name); " +
+        "make one in setup_commands and run its python by path.",
     );
   }
   const rules = commandRules(state.policy);

@@ -4,6 +4,7 @@
  * layer (the process table, like `POST /process/shell`), in the workspace, with the
  * environment's `env`, and without a network when `network.access` is `disabled`. The first
  * command that does not exit 0 makes the environment `failed`, with its output in `error`.
+ * With `packages.python`, the environment's virtual environment is first on `PATH` of every step.
  *
  * @module
  */
@@ -13,6 +14,7 @@ import { shell } from "../../process/process_group.ts";
 import type { ServerState } from "../../state.ts";
 import { hostPath } from "./workspace.ts";
 import type { SetupStep } from "./settings.ts";
+import { withVenv } from "./python_venv.ts";
 
 /** How long one step may run. */
 export const SETUP_STEP_TIMEOUT_MS = 30 * 60 * 1000;
@@ -32,6 +34,7 @@ export async function runSetup(
   env: Record<string, string>,
   prefix: string[],
   signal: AbortSignal,
+  venv: string | null = null,
 ): Promise<SetupOutcome> {
   for (const step of steps) {
     if (signal.aborted) return { ok: false, code: "cancelled", message: "setup was stopped" };
@@ -46,7 +49,7 @@ export async function runSetup(
     const request = {
       ...(argv ? { argv } : step.argv ? { argv: step.argv } : { cmd: step.cmd }),
       cwd,
-      env: guardedEnvironment(state, env),
+      env: withVenv(guardedEnvironment(state, env), venv),
       timeoutMs: SETUP_STEP_TIMEOUT_MS,
     };
     let result;

@@ -17,6 +17,7 @@ import { hostPath } from "../environments/workspace.ts";
 import { McpServerError, redact } from "./errors.ts";
 import { describeExit, ProcessStdioTransport } from "./process_transport.ts";
 import type { McpContext, McpToolConfig } from "./types.ts";
+import { withVenv } from "../environments/python_venv.ts";
 
 type StdioTransportConfig = Extract<McpToolConfig["transport"], { type: "stdio" }>;
 
@@ -49,7 +50,11 @@ export async function stdioRequest(
     "transport.command",
     () => guardArgv(commandRules(state.policy), [transport.command, ...(transport.args ?? [])]),
   );
-  const env = guarded(label, "env", () => guardedEnvironment(state, ctx.env ?? {}));
+  const env = guarded(
+    label,
+    "env",
+    () => withVenv(guardedEnvironment(state, ctx.env ?? {}), ctx.venv ?? null),
+  );
   for (const [i, name] of (transport.env_vars ?? []).entries()) {
     if (!Object.hasOwn(env, name)) {
       throw new McpServerError(

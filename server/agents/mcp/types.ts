@@ -47,6 +47,8 @@ export interface McpContext {
    * environment whose network is disabled), as the environment's own commands do.
    */
   argvPrefix?: readonly string[];
+  /** The environment's virtual environment, first on a stdio server's `PATH`, or null. */
+  venv?: string | null;
   /**
    * The session's vaults: a `credential_id` must name a credential in one of them. Undefined
    * means any vault of the store.

@@ -66,6 +66,7 @@ export async function sessionMcpTools(
     workspace: ctx.environment?.workspace,
     env: ctx.environment?.env,
     argvPrefix: ctx.environment?.networkPrefix,
+    venv: ctx.environment?.venv ?? null,
     vaultIds: session.vault_ids,
     reservedNames: ctx.reservedNames,
   });

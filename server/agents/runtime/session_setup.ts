@@ -11,6 +11,7 @@ import type { ServerState } from "../../state.ts";
 import type { UpstreamConfig } from "../config.ts";
 import { networkPrefix } from "../environments/network.ts";
 import { workspaceDir } from "../environments/workspace.ts";
+import { usesVenv, venvDir } from "../environments/python_venv.ts";
 import { openCredentialSecrets } from "../domain/vaults.ts";
 import type { EnvironmentSecrets } from "../domain/environments.ts";
 import type { AgentsCore } from "../core.ts";
@@ -35,9 +36,11 @@ export async function toolEnvironment(
     | { access?: string; allowed_domains?: string[] }
     | undefined;
   const access = network?.access ?? "enabled";
+  const workspace = workspaceDir(state, id);
   return {
     id,
-    workspace: workspaceDir(state, id),
+    workspace,
+    venv: usesVenv(secrets.steps) ? venvDir(workspace) : null,
     env: secrets.env,
     networkPrefix: await networkPrefix(
       access as "enabled" | "disabled" | "restricted",

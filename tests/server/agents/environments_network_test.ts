@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import type OpenAI from "openai";
 import { rejection, startAgentsServer } from "./helpers.ts";
+import { runtimeSetup } from "./runtime_helpers.ts";
 import { startPackageIndex } from "../../helpers/package_index.ts";
 
 type Info = Awaited<ReturnType<OpenAI["beta"]["agents"]["environments"]["retrieve"]>> & {
@@ -97,6 +98,57 @@ Deno.test("environments: pip installs into a virtual environment through a restr
       await Deno.readTextFile(`${server.root}/agent-environments/${env.id}/probe.txt`),
       "installed through the proxy\n",
     );
+  } finally {
+    await index.close();
+  }
+});
+
+Deno.test("environments: packages.python installs into the environment's .venv through a restricted network, and the shell tool's python3 imports it", async () => {
+  const index = await startPackageIndex("127.0.0.2");
+  try {
+    await using t = await runtimeSetup();
+    const { client, upstream, server } = t;
+    const env = await client.beta.agents.environments.create({
+      environment: {
+        type: "openai_hosted",
+        network: { access: "restricted", allowed_domains: ["127.0.0.2"] },
+        env: { PIP_INDEX_URL: index.url, PIP_DISABLE_PIP_VERSION_CHECK: "1" },
+        packages: { python: ["sandbar-egress-probe"] },
+        setup_commands: [{ command: "command -v python3 > setup-python.txt" }],
+      },
+    });
+    const done = await settled(client, env.id);
+    assert.equal(done.status, "ready", JSON.stringify(done.error));
+    const workspace = `${server.root}/agent-environments/${env.id}`;
+    assert.equal(
+      await Deno.readTextFile(`${workspace}/setup-python.txt`),
+      `${workspace}/.venv/bin/python3\n`,
+      "setup commands after the packages find the venv's python3 first",
+    );
+    const session = await client.beta.agents.sessions.create({
+      environment: { type: "openai_hosted", environment_id: env.id },
+      agent: { model: "gpt-test", instructions: "Be brief." },
+    });
+    upstream.script.push(
+      {
+        output: [{
+          type: "function_call",
+          name: "shell",
+          arguments: {
+            command: `python3 -c "import sandbar_egress_probe as p; print(p.VALUE)"; pip --version`,
+          },
+        }],
+      },
+      { output: [{ type: "message", text: "Imported." }] },
+    );
+    const result = await client.beta.agents.sessions.stream(session.id, { input: "Import it." })
+      .finalResult();
+    assert.equal(result.turn.status, "completed");
+    const last = await upstream.modelCall(2);
+    const output = (last.input as { type: string; output?: string }[])
+      .find((i) => i.type === "function_call_output")!.output!;
+    assert.match(output, /installed through the proxy/);
+    assert.ok(output.includes(`${workspace}/.venv/`), output);
   } finally {
     await index.close();
   }

@@ -229,6 +229,13 @@ Deno.test("environments: setup runs under the caller's policy (scope, command gu
     })
   );
   assert.equal(injected.param, "packages.npm[0]");
+  const venv = await rejection(() =>
+    client.beta.agents.environments.create({
+      environment: { type: "openai_hosted", packages: { python: ["requests"] } },
+    })
+  );
+  assert.equal(venv.param, "environment.packages.python");
+  assert.match(String(venv.message), /first on PATH, which this policy's command rules forbid/);
 
   const agentOnly = new OpenAI({
     baseURL: `${server.url}/v1`,
@@ -412,7 +419,7 @@ Deno.test("environments: packages install through the process layer; a failed in
   assert.equal(done.status, "failed");
   assert.match(
     done.error!.message,
-    /^packages\.python \(python3 -m pip install sandbar-no-such-package-xyz\) exited with 1/,
+    /^packages\.python \(\.venv\/bin\/python -m pip install sandbar-no-such-package-xyz\) exited with 1/,
   );
   assert.match(done.error!.message, /sandbar-no-such-package-xyz/);
   await assert.rejects(Deno.stat(`${server.root}/agent-environments/${env.id}/after-packages`));

@@ -19,6 +19,7 @@ import { commandRules, guardArgv, guardShellCommand } from "../../../guards/comm
 import { guardCwd, guardedEnvironment, spawnShell } from "../../../process/start.ts";
 import { TailBuffer } from "../../../../shared/tail_buffer.ts";
 import { shell as shellPath } from "../../../process/process_group.ts";
+import { loginShellPrelude, withVenv } from "../../environments/python_venv.ts";
 import { newId } from "../../ids.ts";
 import type { FunctionToolDefinition } from "../model/model.ts";
 import { hostPath } from "../../environments/workspace.ts";
@@ -164,10 +165,18 @@ export class ShellTool implements ToolProvider {
       context.authorize();
       const rules = commandRules(context.state.policy);
       const inner = typeof args.command === "string"
-        ? [shellPath(), "-lc", guardShellCommand(rules, args.command, "command")]
+        ? [
+          shellPath(),
+          "-lc",
+          loginShellPrelude(context.environment.venv) +
+          guardShellCommand(rules, args.command, "command"),
+        ]
         : guardArgv(rules, args.command, "command");
       cwd = await guardCwd(context.state, workdirPath(context, args.workdir));
-      const env = guardedEnvironment(context.state, context.environment.env);
+      const env = withVenv(
+        guardedEnvironment(context.state, context.environment.env),
+        context.environment.venv,
+      );
       const timeoutMs = Math.min(args.timeout_ms ?? SHELL_TIMEOUT_MS.default, SHELL_TIMEOUT_MS.max);
       entry = spawnShell(
         context.state,

@@ -29,6 +29,8 @@ export interface ToolEnvironment {
   env: Record<string, string>;
   /** The argv prefix that takes its network away, or `[]`. */
   networkPrefix: string[];
+  /** Its virtual environment of `packages.python` (first on `PATH`), or null. */
+  venv: string | null;
 }
 
 /** What a tool call runs with. */
