@@ -14,6 +14,7 @@ import { ProviderFeatureNotSupportedError, Sandbox, ValidationError } from "../.
 import { findBwrap } from "../../sdk/providers/local/launch.ts";
 import { useSandbarHome } from "./sandbox_helpers.ts";
 import { startPackageIndex } from "../helpers/package_index.ts";
+import { SSHD, startSshd } from "../helpers/sshd.ts";
 import { EgressCa } from "../../server/egress/tls_intercept.ts";
 
 await useSandbarHome();
@@ -326,6 +327,46 @@ Deno.test({
       assert.equal(r.stdout.trim(), "installed through the proxy", r.stderr);
     } finally {
       await index.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "local sandbox network: git clones over SSH through the proxy's SOCKS5; a host not allowed is refused",
+  ignore: noBwrap || SSHD === null,
+  async fn() {
+    const files = await repository();
+    const sshd = await startSshd("127.0.0.2");
+    try {
+      await using sandbox = await Sandbox.create({
+        network: { allow: [`127.0.0.2:${sshd.port}`] },
+      });
+      await sandbox.files.write("/tmp/ssh/id", sshd.clientKey);
+      await sandbox.files.write("/tmp/ssh/known_hosts", sshd.knownHosts);
+      const ssh = "ssh -F /dev/null -i /tmp/ssh/id -o UserKnownHostsFile=/tmp/ssh/known_hosts " +
+        "-o StrictHostKeyChecking=yes -o BatchMode=yes " +
+        `-o ProxyCommand='nc -X 5 -x 127.0.0.1:3128 %h %p'`;
+      const clone = await sandbox.commands.run(
+        `chmod 600 /tmp/ssh/id && GIT_SSH_COMMAND="${ssh}" git clone -q ` +
+          `ssh://root@127.0.0.2:${sshd.port}${files}/repo.git /tmp/repo && cat /tmp/repo/README`,
+        { timeout: 60 },
+      );
+      assert.equal(clone.stdout.trim(), "cloned through the proxy", clone.stderr);
+      const denied = await sandbox.commands.run(
+        `${ssh} -p ${sshd.port} root@127.0.0.3 true`,
+        { timeout: 60 },
+      );
+      assert.notEqual(denied.exitCode, 0);
+      assert.match(denied.stderr, /SOCKSv5 error: Connection not allowed by ruleset/);
+      const audit = (await sandbox.network.audit()).map((e) => `${e.decision} ${e.host}:${e.port}`);
+      assert.deepEqual(audit, [
+        `allow 127.0.0.2:${sshd.port}`,
+        `deny 127.0.0.3:${sshd.port}`,
+      ]);
+    } finally {
+      await sshd.close();
+      await Deno.remove(files, { recursive: true });
     }
   },
 });
