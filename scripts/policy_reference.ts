@@ -193,7 +193,9 @@ export const MEANINGS: Readonly<Record<string, Meaning>> = {
   },
   "paths.symlinks": {
     default: "`within`",
-    meaning: "Symbolic links: `allow` followed like directories; `within` followed only while " +
+    meaning:
+      "Symbolic links: `allow` followed like directories, never into the server's own files; " +
+      "`within` followed only while " +
       "their real target stays in an allowed, undenied tree (else `symlink_denied`); `deny` " +
       "any link below an allowed tree is refused.",
   },

@@ -217,15 +217,18 @@ async function launch(args: Args, raw: string[]): Promise<number> {
 
 async function serve(args: Args): Promise<number> {
   // Loaded here, not at the top: the launcher (`launch`) needs none of the server's modules.
-  const [{ startServer }, { protectPath }] = await Promise.all([
+  const [{ startServer }, { protectPath }, { withholdPaths }] = await Promise.all([
     import("./serve.ts"),
     import("./confine/confinement.ts"),
+    import("./files/withheld.ts"),
   ]);
   hideFromSameUser();
   await checkRoot(args.root);
   closeInheritedOnExec();
   // The audit log and the policy file (identities' tokens) are no business of any process.
   for (const secret of [args["audit-log"], args.policy]) if (secret) protectPath(resolve(secret));
+  // Nor of any file endpoint, even through a link (`paths.symlinks: "allow"`).
+  if (args["audit-log"]) withholdPaths([resolve(args["audit-log"])]);
   const auditFile = args["audit-log"]
     ? await Deno.open(args["audit-log"], { append: true, create: true })
     : undefined;

@@ -6,6 +6,7 @@
  */
 
 import { resolve } from "node:path";
+import { withholdPaths } from "./files/withheld.ts";
 import { pathToFileURL } from "node:url";
 import { agentsConfig, resolveDataDir } from "./agents/config.ts";
 import type { AgentsService } from "./agents/service.ts";
@@ -232,9 +233,12 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
     configured: file !== undefined,
   });
   const dataDir = resolveDataDir(options.dataDir, env);
-  const refused = [dataDir];
-  policy.paths.refused = refused;
   const stateDir = options.stateDir ?? await Deno.makeTempDir({ prefix: "sandbar-" });
+  // The server's own files: refused by name to every path guard, and by where a descriptor
+  // really is to the descriptor-based file code (links followed under `paths.symlinks: allow`).
+  const refused = [dataDir, stateDir, ...(options.policyFile ? [resolve(options.policyFile)] : [])];
+  policy.paths.refused = refused;
+  withholdPaths(refused);
   const state = new ServerState(policy, root, commands, stateDir);
   const sink = options.audit ?? jsonLinesSink(Deno.stderr);
   const network = policy.network;

@@ -23,6 +23,7 @@ import {
   loadLibc,
   SYS_OPENAT2,
 } from "./libc.ts";
+import { withheldTreeOf } from "./withheld.ts";
 
 export { LibcCallError } from "./libc.ts";
 
@@ -168,6 +169,37 @@ function readOpenFile(lib: Libc, fd: number, shown: string, maxBytes: number): F
   }
 }
 
+/** Where the kernel says the file open on `fd` really is (`/proc/self/fd/N`), or null. */
+function realPathOf(lib: Libc, fd: number): string | null {
+  const buf = new Uint8Array(4096);
+  const n = Number(
+    lib.readlinkat(C.AT_FDCWD, cString(`/proc/self/fd/${fd}`), buf, BigInt(buf.length)),
+  );
+  return n < 0 ? null : new TextDecoder().decode(buf.subarray(0, n));
+}
+
+/** A descriptor that led into the server's own files (`./withheld.ts`): a refused link. */
+export class WithheldFileError extends LibcCallError {
+  /** Make the error (`code` is `ELOOP`, as for any refused link). */
+  constructor(shown: string) {
+    super(`open(${shown}): a link leads into the server's own files`, 40);
+    this.name = "WithheldFileError";
+  }
+}
+
+/**
+ * Refuse (closing `fd`) a descriptor opened by following links when it is one of the server's
+ * own files (`./withheld.ts`) or its real location cannot be told: {@linkcode WithheldFileError}
+ * (`ELOOP`), so
+ * every caller answers `symlink_denied` as for any other refused link.
+ */
+function refuseWithheld(lib: Libc, fd: number, shown: string): void {
+  const real = realPathOf(lib, fd);
+  if (real !== null && withheldTreeOf(real) === undefined) return;
+  lib.close(fd);
+  throw new WithheldFileError(shown);
+}
+
 /** `openat2(AT_FDCWD, path)`: the descriptor, or null where the kernel has no `openat2`. */
 function openat2(lib: Libc, path: string, flags: number, resolve: number): number | null {
   const how = new BigUint64Array([BigInt(flags), 0n, BigInt(resolve)]);
@@ -209,14 +241,38 @@ export class PinnedDirectory {
 
   /**
    * Open `path` (absolute). With `noSymlinks`, any link in any component is refused by the
-   * kernel (`LibcCallError` with code `ELOOP`). Null when pinning is not available here.
+   * kernel (`LibcCallError` with code `ELOOP`). Without it, links are followed, but never into
+   * the server's own files (`./withheld.ts`; also `ELOOP`): the directory opened is checked by
+   * where it really is. Null when pinning is not available here.
    */
   static open(path: string, noSymlinks: boolean): PinnedDirectory | null {
     const lib = loadLibc();
     if (!lib) return null;
     const resolve = noSymlinks ? C.RESOLVE_NO_SYMLINKS | C.RESOLVE_NO_MAGICLINKS : 0;
     const fd = openat2(lib, path, C.O_PATH | C.O_DIRECTORY | C.O_CLOEXEC, resolve);
-    return fd === null ? null : new PinnedDirectory(lib, fd);
+    if (fd === null) return null;
+    if (!noSymlinks) refuseWithheld(lib, fd, path);
+    return new PinnedDirectory(lib, fd);
+  }
+
+  /**
+   * What `path` leads to when links are followed (a final link too when `followFinal`), taken
+   * from one descriptor so the description and the location are of the same file: its `statx`
+   * and where it really is. `LibcCallError` `ELOOP` when that is one of the server's own files
+   * (`./withheld.ts`), `ENOENT` when it is gone. Null when not available here.
+   */
+  static locate(path: string, followFinal: boolean): EntryStat | null {
+    const lib = loadLibc();
+    if (!lib) return null;
+    const flags = C.O_PATH | C.O_CLOEXEC | (followFinal ? 0 : C.O_NOFOLLOW);
+    const fd = openat2(lib, path, flags, 0);
+    if (fd === null) return null;
+    refuseWithheld(lib, fd, path);
+    try {
+      return new PinnedDirectory(lib, fd).stat();
+    } finally {
+      lib.close(fd);
+    }
   }
 
   /**
@@ -263,6 +319,7 @@ export class PinnedDirectory {
     const resolve = noSymlinks ? C.RESOLVE_NO_SYMLINKS | C.RESOLVE_NO_MAGICLINKS : 0;
     const fd = openat2(lib, path, READ_FLAGS, resolve);
     if (fd === null) return null;
+    if (!noSymlinks) refuseWithheld(lib, fd, path);
     return readOpenFile(lib, fd, path, maxBytes);
   }
 

@@ -59,7 +59,8 @@ export interface PathSettings {
   symlinks: "allow" | "within" | "deny";
   /** Longest path accepted. */
   max: number;
-  /** Trees refused whatever `allow` says (the server's data directory). */
+  /** Trees refused whatever `allow` says (the server's own files: data and state directories,
+   * policy file). */
   refused?: string[];
 }
 

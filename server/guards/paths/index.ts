@@ -134,9 +134,10 @@ export function decidePath(
   if (!settings.allow.some((tree) => isWithin(path, tree))) {
     return refuse("path_not_allowed", `Path ${path} is outside the allowed directories`, path);
   }
-  // The server's data directory holds the agents store and its key: never a file endpoint's.
+  // The server's own files (data directory with the store key, state directory, audit log,
+  // policy file): never a file endpoint's.
   if (settings.refused?.some((tree) => isWithin(path, tree))) {
-    return refuse("path_denied", `Path ${path} is inside the server's data directory`, path);
+    return refuse("path_denied", `Path ${path} is inside the server's own files`, path);
   }
   const pattern = deniedBy(path, settings.deny);
   if (pattern !== undefined) {

@@ -2,7 +2,9 @@
  * The link-aware path guard: the lexical decision of `./index.ts`, then what the disk says about
  * symbolic links, by `paths.symlinks`:
  *
- * - `allow`: links are followed like any directory; the lexical path is returned.
+ * - `allow`: links are followed like any directory; the lexical path is returned. Never into
+ *   the server's own files (`files/withheld.ts`): what the path leads to is opened once by
+ *   descriptor and refused with `symlink_denied` when it really is one of them.
  * - `within`: every link met on the way (in a parent component or the final one) is followed by
  *   hand, and allowed only while its real target stays inside an allowed tree and is not
  *   denied, nor read-only for a write or delete. A link that leads anywhere else is refused with
@@ -25,7 +27,8 @@
 import { join } from "node:path";
 import { ApiError } from "../../errors.ts";
 import type { ServerState } from "../../state.ts";
-import { type EntryStat, PinnedDirectory } from "../../files/pinned_dir.ts";
+import { type EntryStat, PinnedDirectory, WithheldFileError } from "../../files/pinned_dir.ts";
+import { withheldTreeOf } from "../../files/withheld.ts";
 import { decidePath, isWithin, type PathOperation } from "./index.ts";
 
 export type { PathOperation } from "./index.ts";
@@ -138,6 +141,39 @@ function verifyWithoutLinks(
   try {
     now = PinnedDirectory.statWithoutLinks(path);
   } catch (e) {
+    throw new ApiError("symlink_denied", `Path ${requested} changed while it was checked`, {
+      param,
+      cause: e,
+    });
+  }
+  if (now && (now.dev !== seen.dev || now.ino !== seen.ino)) {
+    throw new ApiError("symlink_denied", `Path ${requested} changed while it was checked`, {
+      param,
+    });
+  }
+}
+
+/**
+ * Under `allow` the walk let the kernel follow links, so where `path` really leads is asked of
+ * the kernel once, by descriptor: refused when it is one of the server's own files, and
+ * `seen` (what the guard describes and the caller compares its open with) must be that same
+ * file, or the path changed in between.
+ */
+function verifyNotWithheld(
+  path: string,
+  seen: Deno.FileInfo,
+  followFinal: boolean,
+  requested: string,
+  param: string,
+): void {
+  let now: EntryStat | null;
+  try {
+    // A dangling final link is described as the link itself.
+    now = PinnedDirectory.locate(path, followFinal && !seen.isSymlink);
+  } catch (e) {
+    if (e instanceof WithheldFileError) {
+      throw denied(param, `Path ${requested} leads through a link into the server's own files`);
+    }
     throw new ApiError("symlink_denied", `Path ${requested} changed while it was checked`, {
       param,
       cause: e,
@@ -269,8 +305,8 @@ export function resolveGuardedPath(
       throw denied(param, `Path ${requested} is a link to ${path}, which is refused (${d.code})`);
     }
   }
-  if (settings.refused?.some((tree) => isWithin(path, tree))) {
-    throw new ApiError("path_denied", `Path ${requested} leads into the server's data directory`, {
+  if (settings.refused?.some((tree) => isWithin(path, tree)) || withheldTreeOf(path)) {
+    throw new ApiError("path_denied", `Path ${requested} leads into the server's own files`, {
       param,
     });
   }
@@ -285,6 +321,10 @@ export function resolveGuardedPath(
     try {
       stat = Deno.statSync(requested);
     } catch { /* a dangling link: described as the link */ }
+  }
+  if (mode === "allow") {
+    if (exists && stat) verifyNotWithheld(requested, stat, followFinal, requested, param);
+    else verifyNotWithheld(ancestor.path, ancestor.stat, true, requested, param);
   }
   return {
     path: mode === "allow" ? requested : path,
