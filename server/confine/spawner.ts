@@ -36,6 +36,29 @@ function address(buffer: SpawnBuffer): bigint {
   return BigInt(Deno.UnsafePointer.value(Deno.UnsafePointer.of(buffer as Uint8Array)));
 }
 
+/** Every distinct reason a spawner could not mount the writable trees `noexec` (this process). */
+const noexecFailures = new Set<string>();
+
+/**
+ * What the capabilities document says when a spawner of an `allow_commands` identity could not
+ * mount its writable trees `noexec` (known once that identity started a process): the loader can
+ * then map a library from them, and only the string guard and the environment scrub hold.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { noexecWarnings } from "./spawner.ts";
+ * assert.deepEqual(noexecWarnings(), []); // no spawner has failed in this process
+ * ```
+ */
+export function noexecWarnings(): string[] {
+  return [...noexecFailures].map((why) =>
+    `Writable paths stay executable for processes under allow_commands (${why}): the dynamic ` +
+    "loader may map a library from them; the command string guard and the environment scrub " +
+    "still hold"
+  );
+}
+
 /**
  * One confined spawner thread.
  *
@@ -86,6 +109,7 @@ export class Spawner {
         console.error(
           `sandbar: writable paths stay executable for children: ${this.noexecFailure}`,
         );
+        noexecFailures.add(this.noexecFailure);
       }
       if (e.data.error === null) ready.resolve();
       else {

@@ -105,8 +105,12 @@ function ownFreezer(): string | null {
   return null;
 }
 
+/** Why trees run in session mode (set by `probe`), for the capabilities document. */
+let sessionReason = "";
+
 function probe(): string | null {
   const asked = Deno.env.get("SANDBAR_PROCESS_TREES");
+  sessionReason = "SANDBAR_PROCESS_TREES=session";
   if (asked === "session") return null;
   if (asked !== undefined && asked !== "" && asked !== "cgroup") {
     throw new Error(
@@ -115,11 +119,14 @@ function probe(): string | null {
       }`,
     );
   }
+  sessionReason = Deno.build.os === "linux" ? "no libc here" : `no cgroups on ${Deno.build.os}`;
   if (Deno.build.os !== "linux" || !libcAvailable()) return null;
   const own = ownFreezer();
+  sessionReason = "no cgroup v1 freezer hierarchy mounted here";
   if (own === null) return null;
   clearStale(own);
   const dir = join(own, `sandbar-${Deno.pid}`);
+  sessionReason = `cannot make a freezer cgroup in ${own}`;
   return mkdir(dir) ? dir : null;
 }
 
@@ -168,6 +175,27 @@ function clearStale(own: string): void {
 export function treeMode(): TreeMode {
   base ??= probe();
   return base === null ? "session" : "cgroup";
+}
+
+/**
+ * What the capabilities document says when process trees are ended without a cgroup (session
+ * mode): a process that called `setsid` after its parent had exited is not found, and may
+ * outlive its owner. Nothing in cgroup mode.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { processTreeWarnings, treeMode } from "./trees.ts";
+ * assert.equal(processTreeWarnings().length, treeMode() === "session" ? 1 : 0);
+ * ```
+ */
+export function processTreeWarnings(): string[] {
+  if (treeMode() === "cgroup") return [];
+  return [
+    `Process trees are ended by session, process group and /proc descendants, not by a cgroup ` +
+    `(${sessionReason}): a process that calls setsid after its parent exited may outlive its ` +
+    "turn, session or context",
+  ];
 }
 
 function sleepMs(ms: number): void {

@@ -24,6 +24,8 @@ export interface TestServerOptions {
   args?: string[];
   /** The default token; default a fixed test token. */
   token?: string;
+  /** A program that runs the server (`deno …`) in its place, such as `setpriv` with options. */
+  wrapper?: string[];
 }
 
 /** A running test server. */
@@ -83,8 +85,9 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   if (options.commandsFile) args.push("--commands", options.commandsFile);
   args.push(...(options.args ?? []));
   const token = options.token ?? TEST_TOKEN;
-  const child = new Deno.Command(Deno.execPath(), {
-    args,
+  const [program, ...wrapperArgs] = [...(options.wrapper ?? []), Deno.execPath()];
+  const child = new Deno.Command(program, {
+    args: [...wrapperArgs, ...args],
     env: { SVC_SERVER_TOKEN: token, ...options.env },
     stdin: "null",
     stdout: "piped",

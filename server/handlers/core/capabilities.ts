@@ -5,6 +5,8 @@
  */
 
 import { confinementWarnings, egressWarnings } from "../../confine/confinement.ts";
+import { noexecWarnings } from "../../confine/spawner.ts";
+import { processTreeWarnings } from "../../process/trees.ts";
 import { z } from "zod";
 import { type EndpointGroup, ENDPOINTS_BY_ID, GROUPS } from "../../endpoints.ts";
 import { decidePath, type PathOperation } from "../../guards/paths/index.ts";
@@ -120,6 +122,8 @@ export function capabilitiesDocument(state: ServerState, identity: Identity) {
       ...confinementWarnings(),
       ...egressWarnings(policy),
       ...isolationWarnings(),
+      ...processTreeWarnings(),
+      ...noexecWarnings(),
     ],
     endpoints,
     groups,
