@@ -9,6 +9,7 @@
  */
 
 import { fileURLToPath } from "node:url";
+import { closeQuietly, copyThenCloseWrite } from "./conn_copy.ts";
 
 /** The port the bridge listens on inside, where the proxy variables point. */
 export const BRIDGE_PORT = 3128;
@@ -43,35 +44,13 @@ export function proxyEnvironment(hostPort: string): Record<string, string> {
 
 /**
  * The files a process needs to run `netns_bridge.ts` from this package on disk (it imports
- * this file alone); none when the package was loaded by URL.
+ * this file and `conn_copy.ts` alone); none when the package was loaded by URL.
  */
 export function bridgeFiles(): string[] {
   const here = new URL(import.meta.url);
   if (here.protocol !== "file:") return [];
-  return [fileURLToPath(here), fileURLToPath(new URL("./netns_bridge.ts", here))];
-}
-
-function closeQuietly(c: Deno.Conn): void {
-  try {
-    c.close();
-  } catch { /* closed */ }
-}
-
-/** Copy `from` to `to` until `from` ends, then end `to`'s writing side. */
-async function pump(from: Deno.Conn, to: Deno.Conn): Promise<void> {
-  const buf = new Uint8Array(64 * 1024);
-  try {
-    for (;;) {
-      const n = await from.read(buf);
-      if (n === null) break;
-      let off = 0;
-      while (off < n) off += await to.write(buf.subarray(off, n));
-    }
-    await to.closeWrite();
-  } catch {
-    closeQuietly(from);
-    closeQuietly(to);
-  }
+  return [here, new URL("./netns_bridge.ts", here), new URL("./conn_copy.ts", here)]
+    .map((url) => fileURLToPath(url));
 }
 
 /**
@@ -94,7 +73,7 @@ export async function bridge(listener: Deno.Listener, socketPath: string): Promi
         closeQuietly(inside);
         return;
       }
-      await Promise.all([pump(inside, outside), pump(outside, inside)]);
+      await Promise.all([copyThenCloseWrite(inside, outside), copyThenCloseWrite(outside, inside)]);
       closeQuietly(inside);
       closeQuietly(outside);
     })().catch(() => {});

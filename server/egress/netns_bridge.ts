@@ -13,7 +13,8 @@
  * @module
  */
 
-// Only bridge.ts: a confined process may read these two files of the package and no more.
+// Only bridge.ts (and its conn_copy.ts): a confined process may read these three files of the
+// package and no more.
 import { bridge, BRIDGE_PORT, proxyEnvironment } from "./bridge.ts";
 
 /**

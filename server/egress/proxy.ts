@@ -24,6 +24,7 @@
  */
 
 import type { AuditEntry } from "../pipeline/audit.ts";
+import { closeQuietly, copyThenCloseWrite, writeAll } from "./conn_copy.ts";
 import { ConnReader } from "./conn_reader.ts";
 import { connectAny, resolveAll } from "./connect.ts";
 import type { NetworkDecision, NetworkRules } from "./rules.ts";
@@ -87,17 +88,6 @@ const HOP_HEADERS = new Set([
   "upgrade",
 ]);
 const encoder = new TextEncoder();
-
-function closeQuietly(c: Deno.Conn): void {
-  try {
-    c.close();
-  } catch { /* closed */ }
-}
-
-async function writeAll(to: Deno.Conn, bytes: Uint8Array): Promise<void> {
-  let off = 0;
-  while (off < bytes.length) off += await to.write(bytes.subarray(off));
-}
 
 /** Header values may not carry line breaks. */
 function headerValue(text: string): string {
@@ -416,7 +406,7 @@ export class EgressProxy {
     try {
       // A host a secret is attached to is intercepted: its TLS is ours, nothing flows raw.
       const secrets = checkSni && this.#ca ? this.#rules.secretsFor(host, port) : [];
-      const down = secrets.length > 0 ? null : copy(upstream, client);
+      const down = secrets.length > 0 ? null : copyThenCloseWrite(upstream, client);
       if (checkSni) {
         const hello = await peekClientHello(reader);
         const sni = hello.kind === "tls" ? hello.serverName : null;
@@ -446,7 +436,7 @@ export class EgressProxy {
         );
       }
       if (early.length > 0) await writeAll(upstream, early);
-      const up = copy(client, upstream);
+      const up = copyThenCloseWrite(client, upstream);
       await (until === "response" ? down : Promise.all([up, down]));
     } catch {
       /* either side closed */
@@ -468,22 +458,5 @@ export class EgressProxy {
     for (const c of this.#pending) closeQuietly(c);
     await this.#accepting;
     await Promise.allSettled([...this.#handlers]);
-  }
-}
-
-/** Copy `from` to `to` until `from` ends, then end `to`'s writing side. */
-async function copy(from: Deno.Conn, to: Deno.Conn): Promise<void> {
-  const buf = new Uint8Array(64 * 1024);
-  try {
-    for (;;) {
-      const n = await from.read(buf);
-      if (n === null) break;
-      let off = 0;
-      while (off < n) off += await to.write(buf.subarray(off, n));
-    }
-    await to.closeWrite();
-  } catch {
-    closeQuietly(from);
-    closeQuietly(to);
   }
 }

@@ -20,6 +20,7 @@
 // to the `@peculiar/x509` entry of deno.json.
 // deno-lint-ignore no-import-prefix
 import * as x509 from "npm:@peculiar/x509@1.14.3";
+import { closeQuietly, copyThenCloseWrite, writeAll } from "./conn_copy.ts";
 import { ConnReader } from "./conn_reader.ts";
 import type { SecretRule } from "./rules.ts";
 
@@ -135,32 +136,6 @@ export function swapPlaceholders(head: string, secrets: readonly SecretRule[]): 
   return lines.join("\r\n");
 }
 
-async function writeAll(to: Deno.Conn, bytes: Uint8Array): Promise<void> {
-  let off = 0;
-  while (off < bytes.length) off += await to.write(bytes.subarray(off));
-}
-
-function closeQuietly(c: Deno.Conn | undefined): void {
-  try {
-    c?.close();
-  } catch { /* closed */ }
-}
-
-async function copy(from: Deno.Conn, to: Deno.Conn): Promise<void> {
-  const buf = new Uint8Array(64 * 1024);
-  try {
-    for (;;) {
-      const n = await from.read(buf);
-      if (n === null) break;
-      await writeAll(to, buf.subarray(0, n));
-    }
-    await to.closeWrite();
-  } catch {
-    closeQuietly(from);
-    closeQuietly(to);
-  }
-}
-
 /** The answer is in: end the client's TLS, and let what is in flight reach the client. */
 async function drain(tls: Deno.TlsConn, toClient: Promise<void>): Promise<void> {
   try {
@@ -215,8 +190,8 @@ export async function interceptTunnel(
     listener.close();
     track([client, inner, tls, upstream]);
     if (early.length > 0) await writeAll(inner, early);
-    copy(client, inner);
-    const toClient = copy(inner, client);
+    copyThenCloseWrite(client, inner);
+    const toClient = copyThenCloseWrite(inner, client);
     await tls.handshake();
     const reader = new ConnReader(tls);
     const head = await reader.until(HEAD_END, 64 * 1024);
@@ -248,8 +223,8 @@ export async function interceptTunnel(
     );
     const rest = reader.rest();
     if (rest.length > 0) await writeAll(upstreamTls, rest);
-    copy(tls, upstreamTls);
-    await copy(upstreamTls, tls);
+    copyThenCloseWrite(tls, upstreamTls);
+    await copyThenCloseWrite(upstreamTls, tls);
     await drain(tls, toClient);
   } finally {
     try {
