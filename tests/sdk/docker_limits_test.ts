@@ -5,39 +5,17 @@
  */
 
 import assert from "node:assert/strict";
-import {
-  DockerProvider,
-  ProviderFeatureNotSupportedError,
-  registerProvider,
-  Sandbox,
-} from "../../sdk/mod.ts";
-import {
-  BASE_IMAGE,
-  dockerIgnored,
-  ensureBaseImage,
-  type TestEngine,
-  testEngine,
-} from "./docker_engine.ts";
-import { useSandbarHome } from "./sandbox_helpers.ts";
+import { type DockerProvider, ProviderFeatureNotSupportedError, Sandbox } from "../../sdk/mod.ts";
+import { BASE_IMAGE, dockerIgnored } from "./docker_engine.ts";
+import { dockerFixture } from "./docker_helpers.ts";
 
 const ignore = dockerIgnored();
-let engine: TestEngine | undefined;
+const docker = dockerFixture();
 let provider: DockerProvider;
 
 async function setUp(): Promise<void> {
-  if (engine) return;
-  const home = await useSandbarHome();
-  engine = await testEngine();
-  await ensureBaseImage(engine);
-  const host = engine.host;
-  provider = new DockerProvider({ host, home });
-  registerProvider("docker", () => new DockerProvider({ host, home }));
+  ({ provider } = await docker());
 }
-
-Deno.test.afterAll(async () => {
-  provider?.engine.close();
-  await engine?.stop();
-});
 
 Deno.test({
   name: "docker: memory past the limit kills the process inside only; the sandbox goes on",

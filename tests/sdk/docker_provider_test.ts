@@ -10,39 +10,23 @@ import { join } from "node:path";
 import {
   DockerProvider,
   ProviderFeatureNotSupportedError,
-  registerProvider,
   Sandbox,
   SandboxNotFoundError,
   ValidationError,
 } from "../../sdk/mod.ts";
-import {
-  BASE_IMAGE,
-  dockerIgnored,
-  ensureBaseImage,
-  type TestEngine,
-  testEngine,
-} from "./docker_engine.ts";
-import { runChild, useSandbarHome } from "./sandbox_helpers.ts";
+import { BASE_IMAGE, dockerIgnored, type TestEngine } from "./docker_engine.ts";
+import { dockerFixture } from "./docker_helpers.ts";
+import { runChild } from "./sandbox_helpers.ts";
 
 const ignore = dockerIgnored();
+const docker = dockerFixture();
 let engine: TestEngine | undefined;
 let home = "";
 let provider: DockerProvider;
 
 async function setUp(): Promise<void> {
-  if (engine) return;
-  home = await useSandbarHome();
-  engine = await testEngine();
-  await ensureBaseImage(engine);
-  const host = engine.host;
-  provider = new DockerProvider({ host, home });
-  registerProvider("docker", () => new DockerProvider({ host, home }));
+  ({ engine, home, provider } = await docker());
 }
-
-Deno.test.afterAll(async () => {
-  provider?.engine.close();
-  await engine?.stop();
-});
 
 /** The engine's containers of sandbar (any state). */
 async function containers(): Promise<{ Id: string; Labels: Record<string, string> }[]> {

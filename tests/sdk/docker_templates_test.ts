@@ -10,39 +10,22 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
   buildTemplate,
-  DockerProvider,
-  registerProvider,
+  type DockerProvider,
   Sandbox,
   SandboxError,
   ValidationError,
 } from "../../sdk/mod.ts";
-import {
-  BASE_IMAGE,
-  dockerIgnored,
-  ensureBaseImage,
-  type TestEngine,
-  testEngine,
-} from "./docker_engine.ts";
-import { useSandbarHome } from "./sandbox_helpers.ts";
+import { BASE_IMAGE, dockerIgnored, type TestEngine } from "./docker_engine.ts";
+import { dockerFixture } from "./docker_helpers.ts";
 
 const ignore = dockerIgnored();
+const docker = dockerFixture();
 let engine: TestEngine | undefined;
 let provider: DockerProvider;
 
 async function setUp(): Promise<void> {
-  if (engine) return;
-  const home = await useSandbarHome();
-  engine = await testEngine();
-  await ensureBaseImage(engine);
-  const host = engine.host;
-  provider = new DockerProvider({ host, home });
-  registerProvider("docker", () => new DockerProvider({ host, home }));
+  ({ engine, provider } = await docker());
 }
-
-Deno.test.afterAll(async () => {
-  provider?.engine.close();
-  await engine?.stop();
-});
 
 async function volumes(): Promise<string[]> {
   const v = await provider.engine.call<{ Volumes: { Name: string }[] | null }>("GET", "/volumes");
