@@ -333,7 +333,7 @@ export class ServerTransport {
       const text = await response.text();
       return (text === "" ? null : JSON.parse(text)) as T;
     } catch (e) {
-      throw this.#translateFailure(e, signal, false, endpoint);
+      throw this.#translateFailure(e, signal, false, endpoint, true);
     } finally {
       done();
     }
@@ -345,7 +345,7 @@ export class ServerTransport {
     try {
       return new Uint8Array(await response.arrayBuffer());
     } catch (e) {
-      throw this.#translateFailure(e, signal, false, endpoint);
+      throw this.#translateFailure(e, signal, false, endpoint, true);
     } finally {
       done();
     }
@@ -362,7 +362,7 @@ export class ServerTransport {
       yield* ndjson(response.body);
     } catch (e) {
       if (req.signal?.aborted) return; // the caller stopped it: that is the end, not a failure
-      throw this.#translateFailure(e, signal, false, endpoint);
+      throw this.#translateFailure(e, signal, false, endpoint, true);
     } finally {
       done();
     }
@@ -388,7 +388,19 @@ export class ServerTransport {
     this.#open.clear();
   }
 
-  #translateFailure(e: unknown, signal: AbortSignal, timedOut: boolean, what: string): unknown {
+  /**
+   * A failure as the error users get. `inBody`: the answer's head had arrived, so the server
+   * was reached and its answer was cut short (the connection closed mid-body); a downloaded
+   * file that shrank while the server read it ends this way too. Saying "unreachable" then
+   * sent people looking for a network fault that was not there.
+   */
+  #translateFailure(
+    e: unknown,
+    signal: AbortSignal,
+    timedOut: boolean,
+    what: string,
+    inBody = false,
+  ): unknown {
     if (signal.aborted) {
       const reason = signal.reason;
       if (timedOut || reason instanceof TimeoutError || reason instanceof ConnectionError) {
@@ -397,6 +409,17 @@ export class ServerTransport {
       return reason ?? e; // the caller's own AbortSignal: its reason, as fetch does
     }
     if (e instanceof SandboxError || !(e instanceof TypeError)) return e;
+    if (inBody) {
+      return new ConnectionError(
+        `${what}: the answer from ${this.baseUrl} was cut short (${e.message}); ` +
+          "a file that changed size while it was read ends this way",
+        {
+          cause: e,
+          suggestion: "Try again. A file its writer truncates and rewrites can be read in " +
+            "between: have the writer append instead.",
+        },
+      );
+    }
     return new ConnectionError(
       `${what}: the server at ${this.baseUrl} is unreachable (${e.message})`,
       { cause: e },

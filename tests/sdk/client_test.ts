@@ -285,3 +285,35 @@ Deno.test("agents.openaiOptions points the official openai client at the server'
     return true;
   });
 });
+
+Deno.test("an answer cut short after its head is a ConnectionError that says so, not 'unreachable'", async () => {
+  // What a server's answer looks like on the wire when the connection closes mid-body (a
+  // download whose file shrank while the server read it ends this way): the head promises
+  // 100 bytes, 10 come, the connection closes.
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const serving = (async () => {
+    for await (const conn of listener) {
+      const buf = new Uint8Array(64 * 1024);
+      await conn.read(buf);
+      await conn.write(new TextEncoder().encode(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\n" +
+          "content-length: 100\r\n\r\n0123456789",
+      ));
+      conn.close();
+    }
+  })();
+  const url = `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`;
+  await using client = new ServerClient(url, { token: "x" });
+  await assert.rejects(client.files.download("count"), (e) => {
+    assert.ok(e instanceof ConnectionError, String(e));
+    assert.match(
+      e.message,
+      /^files_download: the answer from http:\/\/127\.0\.0\.1:\d+ was cut short/,
+    );
+    assert.doesNotMatch(e.message, /unreachable/);
+    assert.match(e.suggestion, /append/);
+    return true;
+  });
+  listener.close();
+  await serving.catch(() => {});
+});
