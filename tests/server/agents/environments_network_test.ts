@@ -6,24 +6,9 @@
  */
 
 import assert from "node:assert/strict";
-import type OpenAI from "openai";
-import { rejection, startAgentsServer } from "./helpers.ts";
+import { rejection, settled, startAgentsServer } from "./helpers.ts";
 import { runtimeSetup } from "./runtime_helpers.ts";
 import { startPackageIndex } from "../../helpers/package_index.ts";
-
-type Info = Awaited<ReturnType<OpenAI["beta"]["agents"]["environments"]["retrieve"]>> & {
-  error?: { code: string; message: string } | null;
-};
-
-async function settled(client: OpenAI, id: string): Promise<Info> {
-  const deadline = Date.now() + 60_000;
-  while (true) {
-    const env = await client.beta.agents.environments.retrieve(id) as Info;
-    if (env.status !== "pending") return env;
-    if (Date.now() > deadline) throw new Error(`environment ${id} still pending`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 Deno.test("environments: network restricted reaches its allowed domains through the proxy, nothing else", async () => {
   const origin = Deno.serve(

@@ -1,22 +1,6 @@
 import assert from "node:assert/strict";
 import OpenAI, { toFile } from "openai";
-import { rejection, startAgentsServer } from "./helpers.ts";
-
-type Client = OpenAI;
-type Info = Awaited<ReturnType<Client["beta"]["agents"]["environments"]["retrieve"]>> & {
-  error?: { code: string; message: string } | null;
-};
-
-/** Poll an environment until its setup has ended (bounded; the setup runs in the background). */
-async function settled(client: Client, id: string): Promise<Info> {
-  const deadline = Date.now() + 60_000;
-  while (true) {
-    const env = await client.beta.agents.environments.retrieve(id) as Info;
-    if (env.status !== "pending") return env;
-    if (Date.now() > deadline) throw new Error(`environment ${id} still pending`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+import { rejection, settled, startAgentsServer } from "./helpers.ts";
 
 const b64 = (s: string) => btoa(s);
 

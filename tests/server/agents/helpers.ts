@@ -52,3 +52,19 @@ export async function rejection(fn: () => Promise<unknown>): Promise<Record<stri
   }
   throw new Error("expected a rejection");
 }
+
+/** An environment as retrieved, with the `error` its setup may have ended in. */
+export type EnvironmentInfo =
+  & Awaited<ReturnType<OpenAI["beta"]["agents"]["environments"]["retrieve"]>>
+  & { error?: { code: string; message: string } | null };
+
+/** Poll an environment until its setup has ended (bounded; the setup runs in the background). */
+export async function settled(client: OpenAI, id: string): Promise<EnvironmentInfo> {
+  const deadline = Date.now() + 60_000;
+  while (true) {
+    const env = await client.beta.agents.environments.retrieve(id) as EnvironmentInfo;
+    if (env.status !== "pending") return env;
+    if (Date.now() > deadline) throw new Error(`environment ${id} still pending`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
