@@ -6,7 +6,7 @@
  */
 
 import assert from "node:assert/strict";
-import { runtimeSetup } from "./runtime_helpers.ts";
+import { type RuntimeSetup, runtimeSetup } from "./runtime_helpers.ts";
 import { eventually } from "../../helpers/wait.ts";
 
 /** Live (not zombie) processes whose command line holds `marker`. */
@@ -36,6 +36,22 @@ function escapes(): { cmd: string; markers: string[] } {
   return { cmd, markers };
 }
 
+/**
+ * A session whose model's next answer is a `shell` call that starts the four escapes and then
+ * runs `then`; the session and the escapes' markers.
+ */
+async function shellCallWithEscapes(
+  t: RuntimeSetup,
+  then: string,
+): Promise<{ sessionId: string; markers: string[] }> {
+  const { sessionId } = await t.session();
+  const { cmd, markers } = escapes();
+  t.upstream.script.push({
+    output: [{ type: "function_call", name: "shell", arguments: { command: `${cmd} ${then}` } }],
+  });
+  return { sessionId, markers };
+}
+
 async function gone(markers: string[]): Promise<void> {
   try {
     await eventually("every escaped process ended", async () => {
@@ -49,16 +65,8 @@ async function gone(markers: string[]): Promise<void> {
 
 Deno.test("agents: a cancelled turn ends what its command started, setsid and all", async () => {
   await using t = await runtimeSetup();
-  const { client, upstream } = t;
-  const { sessionId } = await t.session();
-  const { cmd, markers } = escapes();
-  upstream.script.push({
-    output: [{
-      type: "function_call",
-      name: "shell",
-      arguments: { command: `${cmd} sleep 0.3; echo started; sleep 60` },
-    }],
-  });
+  const { client } = t;
+  const { sessionId, markers } = await shellCallWithEscapes(t, "sleep 0.3; echo started; sleep 60");
   const stream = client.beta.agents.sessions.stream(sessionId, { input: "Wait." });
   const types: string[] = [];
   let cancelled = false;
@@ -79,17 +87,9 @@ Deno.test("agents: a cancelled turn ends what its command started, setsid and al
 
 Deno.test("agents: a turn's command that ends leaves nothing running", async () => {
   await using t = await runtimeSetup();
-  const { client, upstream } = t;
-  const { sessionId } = await t.session();
-  const { cmd, markers } = escapes();
-  upstream.script.push({
-    output: [{
-      type: "function_call",
-      name: "shell",
-      arguments: { command: `${cmd} sleep 0.3; echo done` },
-    }],
-  });
-  upstream.script.push({ output: [{ type: "message", text: "Done." }] });
+  const { client } = t;
+  const { sessionId, markers } = await shellCallWithEscapes(t, "sleep 0.3; echo done");
+  t.upstream.script.push({ output: [{ type: "message", text: "Done." }] });
   const result = await client.beta.agents.sessions.stream(sessionId, { input: "Go." })
     .finalResult();
   assert.equal(result.turn.status, "completed");
