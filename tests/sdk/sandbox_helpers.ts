@@ -6,7 +6,7 @@
  */
 
 import assert from "node:assert/strict";
-import { LocalProvider, registerProvider } from "../../sdk/mod.ts";
+import { LocalProvider, registerProvider, type Sandbox } from "../../sdk/mod.ts";
 import { eventually } from "../helpers/wait.ts";
 import { allPids, childPids, procCmdline, procStat } from "../../sdk/providers/local/procfs.ts";
 
@@ -109,4 +109,21 @@ export async function runChild(code: string, env: Record<string, string> = {}): 
     throw new Error(`child failed: ${new TextDecoder().decode(out.stderr)}\n${text}`);
   }
   return text;
+}
+
+/**
+ * Everything a process inside `sandbox` could try to read, run inside it: every process's
+ * environment and command line, and every file it can see outside the system directories
+ * (`/proc`, `/sys`, `/usr`, `/dev`; files under 2 MiB). A secret must not appear in it.
+ */
+export async function everythingReadableInside(sandbox: Sandbox): Promise<string> {
+  const search = await sandbox.commands.run(
+    [
+      'for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do cat "$f" 2>/dev/null; echo; done',
+      "find / -xdev \\( -path /proc -o -path /sys -o -path /usr -o -path /dev \\) -prune -o " +
+      "-type f -size -2M -print 2>/dev/null | xargs -r cat 2>/dev/null",
+    ].join("; "),
+    { timeout: 60 },
+  );
+  return search.stdout;
 }
