@@ -7,6 +7,7 @@
 
 import assert from "node:assert/strict";
 import {
+  type CommandHandle,
   LocalProvider,
   ProviderFeatureNotSupportedError,
   Sandbox,
@@ -160,18 +161,29 @@ Deno.test("pause stops every process (a counter stops advancing) and resume cont
   assert.ok(await holdsWithin(async () => (await read()) > paused + 3), "no progress after resume");
 });
 
-Deno.test("ports: a signed URL opens with no header, for that port only, until it expires", async () => {
-  await using sandbox = await Sandbox.create();
+/**
+ * A web server on port 8080 inside `sandbox` with `<h1>hi</h1>` at `/index.html`, and an HTTP
+ * client that, as a browser resolving `*.localhost` to the gateway, sends everything there.
+ */
+async function pageOn8080(
+  sandbox: Sandbox,
+): Promise<{ web: CommandHandle; client: Deno.HttpClient; gateway: URL }> {
   const web = await sandbox.commands.start("python3 -m http.server 8080 --bind 127.0.0.1", {
     timeout: 0,
     cwd: "/home/user",
   });
   await sandbox.files.write("/home/user/index.html", "<h1>hi</h1>");
   const gateway = new URL(sandbox.url);
-  // As a browser: *.localhost to the gateway, no header of ours, cookies kept by hand.
   const client = Deno.createHttpClient({
     proxy: { transport: "tcp", hostname: gateway.hostname, port: Number(gateway.port) },
   });
+  return { web, client, gateway };
+}
+
+Deno.test("ports: a signed URL opens with no header, for that port only, until it expires", async () => {
+  await using sandbox = await Sandbox.create();
+  // As a browser: *.localhost to the gateway, no header of ours, cookies kept by hand.
+  const { web, client } = await pageOn8080(sandbox);
   try {
     assert.ok(
       await holdsWithin(async () => {
@@ -219,15 +231,7 @@ Deno.test("ports: a signed URL opens with no header, for that port only, until i
 
 Deno.test("ports: reachable through the gateway, with the access token in secure mode", async () => {
   await using sandbox = await Sandbox.create();
-  const web = await sandbox.commands.start("python3 -m http.server 8080 --bind 127.0.0.1", {
-    timeout: 0,
-    cwd: "/home/user",
-  });
-  await sandbox.files.write("/home/user/index.html", "<h1>hi</h1>");
-  const gateway = new URL(sandbox.url);
-  const client = Deno.createHttpClient({
-    proxy: { transport: "tcp", hostname: gateway.hostname, port: Number(gateway.port) },
-  });
+  const { web, client, gateway } = await pageOn8080(sandbox);
   try {
     const url = `${sandbox.network.getUrl(8080)}/index.html`;
     assert.match(url, new RegExp(`^http://8080-${sandbox.id}\\.localhost:${gateway.port}/`));
