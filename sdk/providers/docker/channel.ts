@@ -18,41 +18,10 @@
  */
 
 import { join } from "node:path";
-import { type Duplex, readUntil } from "../local/splice.ts";
+import { randomHex, RelayDials } from "../local/relay_dials.ts";
+import type { Duplex } from "../local/splice.ts";
 import { type Gateway, type GatewayRefusal, startGateway } from "../local/gateway.ts";
-import type { Engine, HijackedStream } from "./engine.ts";
-
-const NEWLINE = new Uint8Array([10]);
-const HELLO_TIMEOUT_MS = 10_000;
-const OPEN_TIMEOUT_MS = 15_000;
-
-interface Pending {
-  resolve(conn: Duplex): void;
-  reject(e: Error): void;
-  timer: ReturnType<typeof setTimeout>;
-}
-
-function randomHex(bytes: number): string {
-  return Array.from(
-    crypto.getRandomValues(new Uint8Array(bytes)),
-    (b) => b.toString(16).padStart(2, "0"),
-  ).join("");
-}
-
-function withPrefix(conn: Deno.UnixConn, prefix: Uint8Array): Duplex {
-  let head: Uint8Array | null = prefix.length > 0 ? prefix : null;
-  return {
-    read(p) {
-      if (!head) return conn.read(p);
-      const n = Math.min(p.length, head.length);
-      p.set(head.subarray(0, n));
-      head = n < head.length ? head.subarray(n) : null;
-      return Promise.resolve(n);
-    },
-    write: (p) => conn.write(p),
-    close: () => conn.close(),
-  };
-}
+import type { Engine } from "./engine.ts";
 
 /** What starting the relay needs. */
 export interface ChannelInputs {
@@ -80,20 +49,18 @@ export interface ChannelInputs {
 
 /** An open data plane: the gateways' ports and a way to close it all. */
 export class DockerChannel {
-  readonly #listener: Deno.Listener<Deno.UnixConn, Deno.UnixAddr>;
+  readonly #dials: RelayDials;
   readonly #socket: string;
-  readonly #pending = new Map<string, Pending>();
-  #control: HijackedStream | null = null;
-  #writes: Promise<void> = Promise.resolve();
-  #closed = false;
   /** The gateways (port 9000's first, then 9001's). */
   readonly gateways: Gateway[] = [];
 
   private constructor(socket: string) {
     this.#socket = socket;
-    this.#listener = Deno.listen({ transport: "unix", path: socket });
-    this.#listener.unref();
-    this.#accept().catch(() => {});
+    this.#dials = new RelayDials(socket, {
+      unref: true,
+      notAttached: "the relay is not running",
+      writeFailed: "the relay's stdin failed",
+    });
   }
 
   /** Listen, start the relay, and return once it is ready. */
@@ -147,7 +114,7 @@ export class DockerChannel {
       Detach: false,
       Tty: false,
     });
-    this.#control = stream;
+    this.#dials.attach(stream);
     const ready = Promise.withResolvers<void>();
     let stderr = "";
     const readLoop = async () => {
@@ -163,15 +130,10 @@ export class DockerChannel {
         pending += decoder.decode(frame.data, { stream: true });
         let at: number;
         while ((at = pending.indexOf("\n")) >= 0) {
-          const [verb, nonce, ...why] = pending.slice(0, at).split(" ");
+          const line = pending.slice(0, at);
           pending = pending.slice(at + 1);
-          if (verb === "ready") ready.resolve();
-          const p = verb === "fail" ? this.#pending.get(nonce) : undefined;
-          if (p) {
-            this.#pending.delete(nonce);
-            clearTimeout(p.timer);
-            p.reject(new Error(why.join(" ") || "the relay could not connect"));
-          }
+          if (line.split(" ")[0] === "ready") ready.resolve();
+          this.#dials.controlLine(line);
         }
         if (pending.length > 4096) break;
       }
@@ -193,75 +155,22 @@ export class DockerChannel {
     stream.unref();
   }
 
-  async #accept(): Promise<void> {
-    for await (const conn of this.#listener) {
-      this.#hello(conn).catch(() => closeQuietly(conn));
-    }
-  }
-
-  async #hello(conn: Deno.UnixConn): Promise<void> {
-    const slow = setTimeout(() => closeQuietly(conn), HELLO_TIMEOUT_MS);
-    const line = await readUntil(conn, NEWLINE, 256).catch(() => null);
-    clearTimeout(slow);
-    if (!line) return closeQuietly(conn);
-    const [verb, nonce] = new TextDecoder().decode(line.head).split(" ");
-    const pending = verb === "data" && nonce ? this.#pending.get(nonce) : undefined;
-    if (!pending) return closeQuietly(conn);
-    this.#pending.delete(nonce);
-    clearTimeout(pending.timer);
-    pending.resolve(withPrefix(conn, line.rest));
-  }
-
-  #lost(why: string): void {
-    this.#control?.close();
-    this.#control = null;
-    for (const [nonce, p] of this.#pending) {
-      clearTimeout(p.timer);
-      p.reject(new Error(why));
-      this.#pending.delete(nonce);
-    }
-  }
-
   /** A connection to `127.0.0.1:<port>` inside the sandbox. */
   dial(port: number): Promise<Duplex> {
-    const control = this.#control;
-    if (!control || this.#closed) return Promise.reject(new Error("the relay is not running"));
-    const nonce = randomHex(16);
-    const opened = new Promise<Duplex>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#pending.delete(nonce);
-        reject(new Error(`the relay did not connect to port ${port} in time`));
-      }, OPEN_TIMEOUT_MS);
-      this.#pending.set(nonce, { resolve, reject, timer });
-    });
-    const line = new TextEncoder().encode(`open ${nonce} ${port}\n`);
-    this.#writes = this.#writes.then(() => control.write(line)).catch(() =>
-      this.#lost("the relay's stdin failed")
-    );
-    return opened;
+    return this.#dials.dial(port);
   }
 
   /** Whether the relay still runs. */
   get alive(): boolean {
-    return this.#control !== null && !this.#closed;
+    return this.#dials.alive;
   }
 
   /** Close the gateways, the relay and the socket. */
   close(): void {
-    this.#closed = true;
     for (const g of this.gateways) g.close();
-    try {
-      this.#listener.close();
-    } catch { /* closed */ }
-    this.#lost("closed");
+    this.#dials.close();
     try {
       Deno.removeSync(this.#socket);
     } catch { /* gone */ }
   }
-}
-
-function closeQuietly(conn: Duplex | null): void {
-  try {
-    conn?.close();
-  } catch { /* closed */ }
 }
