@@ -15,34 +15,9 @@
  */
 
 import { hideFromSameUser } from "../../../server/confine/hardening.ts";
-import { splice, writeAll } from "../local/splice.ts";
+import { onHostLine } from "../local/relay_open.ts";
 
 const encoder = new TextEncoder();
-
-async function open(socket: string, nonce: string, port: number, say: (l: string) => void) {
-  let upstream: Deno.TcpConn;
-  try {
-    upstream = await Deno.connect({ hostname: "127.0.0.1", port });
-  } catch (e) {
-    const why = e instanceof Deno.errors.ConnectionRefused
-      ? `nothing listens on port ${port}`
-      : (e as Error).message.replaceAll("\n", " ");
-    return say(`fail ${nonce} ${why}`);
-  }
-  let data: Deno.UnixConn;
-  try {
-    data = await Deno.connect({ transport: "unix", path: socket });
-    await writeAll(data, encoder.encode(`data ${nonce}\n`));
-  } catch (e) {
-    upstream.close();
-    return say(
-      `fail ${nonce} the relay could not reach the host: ${
-        (e as Error).message.replaceAll("\n", " ")
-      }`,
-    );
-  }
-  await splice(data, upstream, true);
-}
 
 async function main(socket: string): Promise<void> {
   hideFromSameUser();
@@ -60,11 +35,9 @@ async function main(socket: string): Promise<void> {
     pending += decoder.decode(chunk, { stream: true });
     let at: number;
     while ((at = pending.indexOf("\n")) >= 0) {
-      const [verb, nonce, port] = pending.slice(0, at).split(" ");
+      const line = pending.slice(0, at);
       pending = pending.slice(at + 1);
-      if (verb === "open" && /^[0-9a-f]{32}$/.test(nonce) && /^\d{1,5}$/.test(port)) {
-        open(socket, nonce, Number(port), say).catch(() => {});
-      }
+      onHostLine(line, socket, say);
     }
     if (pending.length > 256) break;
   }

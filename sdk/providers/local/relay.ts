@@ -22,32 +22,12 @@
  */
 
 import { hideFromSameUser } from "../../../server/confine/hardening.ts";
-import { splice, writeAll } from "./splice.ts";
+import { writeAll } from "./splice.ts";
+import { onHostLine } from "./relay_open.ts";
 import { EGRESS_BRIDGE_PORT } from "./channel.ts";
 import { bridge } from "../../../server/egress/bridge.ts";
 
 const encoder = new TextEncoder();
-
-async function open(socket: string, nonce: string, port: number, say: (l: string) => void) {
-  let upstream: Deno.TcpConn;
-  try {
-    upstream = await Deno.connect({ hostname: "127.0.0.1", port });
-  } catch (e) {
-    const why = e instanceof Deno.errors.ConnectionRefused
-      ? `nothing listens on port ${port}`
-      : (e as Error).message.replaceAll("\n", " ");
-    return say(`fail ${nonce} ${why}`);
-  }
-  let data: Deno.UnixConn;
-  try {
-    data = await Deno.connect({ transport: "unix", path: socket });
-    await writeAll(data, encoder.encode(`data ${nonce}\n`));
-  } catch {
-    upstream.close();
-    return say(`fail ${nonce} the relay could not reach the host`);
-  }
-  await splice(data, upstream, true);
-}
 
 async function main(socket: string, keyFile: string, egressSocket?: string): Promise<void> {
   // Every request from the host passes through here with its credentials: like the server, the
@@ -67,10 +47,7 @@ async function main(socket: string, keyFile: string, egressSocket?: string): Pro
   await writeAll(control, encoder.encode(`control ${key}\n`));
   console.log(JSON.stringify({ event: "relay_ready" }));
   for await (const line of lines(control)) {
-    const [verb, nonce, port] = line.split(" ");
-    if (verb === "open" && /^[0-9a-f]{32}$/.test(nonce) && /^\d{1,5}$/.test(port)) {
-      open(socket, nonce, Number(port), say).catch(() => {});
-    }
+    onHostLine(line, socket, say);
   }
 }
 
