@@ -18,6 +18,7 @@ import {
   ValidationError,
 } from "../../errors/mod.ts";
 import type { SandboxEvent, SandboxInfo, SandboxMetrics } from "../../models/sandbox.ts";
+import { newSandboxId, newSandboxToken } from "../ids.ts";
 import { capabilityNames } from "../capabilities.ts";
 import { denoDir } from "../local/launch.ts";
 import { cacheSandboxModules, packageSource } from "../local/package_source.ts";
@@ -42,23 +43,11 @@ export interface DockerProviderOptions {
   home?: string;
 }
 
-const ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789";
 const RESERVED_ENV = /^(SVC_SERVER_TOKEN|SANDBAR_.*|DENO_DIR)$/;
 const DEFAULT_START_TIMEOUT = 60;
 /** An image reference as the engine takes it (`name[:tag]`, with an optional registry part). */
 const IMAGE_REF = /^[a-z0-9][a-z0-9._/:-]{0,254}(@sha256:[0-9a-f]{64})?$/;
 const LABEL = "sandbar.id";
-
-function newId(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(20));
-  return Array.from(bytes, (b) => ID_ALPHABET[b % ID_ALPHABET.length]).join("");
-}
-
-function newToken(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(32));
-  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_")
-    .replace(/=+$/, "");
-}
 
 /** The container's name of a sandbox. */
 export function containerName(id: string): string {
@@ -202,7 +191,7 @@ export class DockerProvider implements SandboxProvider {
         { suggestion: "Use an image whose USER is root (the sandbox's processes run as it)." },
       );
     }
-    const id = newId();
+    const id = newSandboxId();
     const hostDir = join(this.home, id);
     await Deno.mkdir(join(hostDir, "sock"), { recursive: true, mode: 0o755 });
     await Deno.chmod(hostDir, 0o755);
@@ -228,8 +217,8 @@ export class DockerProvider implements SandboxProvider {
   ): Promise<SandboxHandle> {
     const source = packageSource();
     const cache = denoDir();
-    const serverToken = newToken();
-    const accessToken = newToken();
+    const serverToken = newSandboxToken();
+    const accessToken = newSandboxToken();
     const commandsFile = request.commandsFile
       ? await Deno.realPath(request.commandsFile).catch(() => {
         throw new ValidationError(`commandsFile ${request.commandsFile} does not exist`);
@@ -274,7 +263,7 @@ export class DockerProvider implements SandboxProvider {
       "sandbar.secure": request.secure ? "1" : "0",
       "sandbar.server-token": serverToken,
       "sandbar.access-token": accessToken,
-      "sandbar.gateway-token": newToken(),
+      "sandbar.gateway-token": newSandboxToken(),
       "sandbar.host-dir": hostDir,
       "sandbar.relay": JSON.stringify(relay),
       "sandbar.server-command": JSON.stringify([

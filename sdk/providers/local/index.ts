@@ -20,6 +20,7 @@ import {
   ValidationError,
 } from "../../errors/mod.ts";
 import type { SandboxEvent, SandboxInfo, SandboxMetrics } from "../../models/sandbox.ts";
+import { newSandboxId, newSandboxToken } from "../ids.ts";
 import type {
   PortAddress,
   ProviderCreateRequest,
@@ -82,7 +83,6 @@ let startPooled: (
   key: string,
 ) => Promise<string>;
 
-const ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789";
 const RESERVED_ENV = /^(SVC_SERVER_TOKEN|SANDBAR_.*)$/;
 const DEFAULT_START_TIMEOUT = 60;
 
@@ -92,17 +92,6 @@ const DEFAULT_START_TIMEOUT = 60;
  * included), 1024 processes and threads, 2048 MiB of disk.
  */
 export const DEFAULT_SIZES = { cpu: 2, memory: 2048, pids: 1024, disk: 2048 } as const;
-
-function newId(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(20));
-  return Array.from(bytes, (b) => ID_ALPHABET[b % ID_ALPHABET.length]).join("");
-}
-
-function newToken(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(32));
-  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_")
-    .replace(/=+$/, "");
-}
 
 /** The environment variable the access token reaches the in-sandbox server through. */
 export const ACCESS_TOKEN_ENV = "SANDBAR_ACCESS_TOKEN";
@@ -265,9 +254,9 @@ export class LocalProvider implements SandboxProvider {
         const answer = await controlCall(dir.controlSocket, {
           op: "claim",
           // Minted here, now: nothing before this claim knew them.
-          serverToken: newToken(),
-          accessToken: newToken(),
-          gatewayToken: newToken(),
+          serverToken: newSandboxToken(),
+          accessToken: newSandboxToken(),
+          gatewayToken: newSandboxToken(),
           envs: request.envs,
           metadata: request.metadata,
           seconds: request.timeout,
@@ -294,7 +283,7 @@ export class LocalProvider implements SandboxProvider {
     isolation: Isolation,
     pooled?: string,
   ): Promise<SandboxHandle> {
-    const id = newId();
+    const id = newSandboxId();
     const dir = new SandboxDir(this.home, id);
     if (dir.channelSocket.length > 107) {
       throw new ValidationError(`The sandbox directory path is too long for a Unix socket`, {
@@ -324,13 +313,13 @@ export class LocalProvider implements SandboxProvider {
     const sizes = sizesFor(request, id, this.#limits);
     await prepareDisk(dir, sizes.disk);
     await Deno.mkdir(dir.channel, { mode: 0o700 });
-    const serverToken = newToken();
+    const serverToken = newSandboxToken();
     const commandsFile = request.commandsFile
       ? await Deno.realPath(request.commandsFile).catch(() => {
         throw new ValidationError(`commandsFile ${request.commandsFile} does not exist`);
       })
       : undefined;
-    const accessToken = newToken();
+    const accessToken = newSandboxToken();
     const policy = policyFor(request, isolation, isolation === "bwrap" ? "/home/user" : dir.root);
     if (request.policy !== undefined) await validatePolicy(policy);
     await Deno.mkdir(join(dir.run, "state"), { mode: 0o700 });
@@ -385,7 +374,7 @@ export class LocalProvider implements SandboxProvider {
       secure: request.secure,
       serverToken,
       accessToken,
-      gatewayToken: newToken(),
+      gatewayToken: newSandboxToken(),
       isolation,
       home: plan.home,
       startTimeout,
@@ -772,7 +761,7 @@ function withPlaceholders(network: NetworkConfig | undefined): NetworkConfig | u
     ...network,
     secrets: network.secrets.map((s) => ({
       ...s,
-      placeholder: s.placeholder ?? `sandbar-placeholder-${newToken()}`,
+      placeholder: s.placeholder ?? `sandbar-placeholder-${newSandboxToken()}`,
     })),
   };
 }
