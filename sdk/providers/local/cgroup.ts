@@ -86,42 +86,51 @@ function write(path: string, value: string): void {
   Deno.writeTextFileSync(path, value);
 }
 
-/** Whether this user can make cgroups in `dir` (tried with its `sandbar` child, left as found). */
+/**
+ * Whether this user can make cgroups in `dir`, tried with a child of its own name, made and
+ * removed. Not with the shared `sandbar` child: another process probing at the same moment, or
+ * removing `sandbar` with its last sandbox, could remove it between this one's make and look
+ * (test files running in parallel once all found "not writable" that way).
+ */
 function writable(dir: string): boolean {
-  const probe = join(dir, "sandbar");
-  let made = false;
+  const probe = join(dir, `sandbar-probe-${Deno.pid}-${crypto.randomUUID().slice(0, 8)}`);
   try {
-    try {
-      Deno.mkdirSync(probe);
-      made = true;
-    } catch (e) {
-      if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
-    }
+    Deno.mkdirSync(probe);
+  } catch {
+    return false;
+  }
+  try {
     return Deno.statSync(join(probe, "cgroup.procs")).isFile;
   } catch {
     return false;
   } finally {
-    if (made) {
-      try {
-        Deno.removeSync(probe);
-      } catch { /* in use already */ }
-    }
+    try {
+      Deno.removeSync(probe);
+    } catch { /* a cgroup with no process is always removable; nothing to do otherwise */ }
   }
 }
 
-/** Mount points of cgroup hierarchies, from `/proc/self/mountinfo`. */
-function mounts(): { v1: Map<string, string>; v2: string | null } {
-  const v1 = new Map<string, string>();
-  let v2: string | null = null;
+/** A mounted cgroup hierarchy: where it is mounted, and which of its cgroups is that mount's root. */
+export interface Mount {
+  /** The mount point, e.g. `/sys/fs/cgroup/memory`. */
+  point: string;
+  /** The cgroup shown at the mount point (`/` unless a container mounted only its own subtree). */
+  root: string;
+}
+
+/** Cgroup hierarchies, from `/proc/self/mountinfo`: v1 by controller, and the v2 one. */
+function mounts(): { v1: Map<string, Mount>; v2: Mount | null } {
+  const v1 = new Map<string, Mount>();
+  let v2: Mount | null = null;
   for (const line of (read("/proc/self/mountinfo") ?? "").split("\n")) {
     const [left, right] = line.split(" - ");
     if (!right) continue;
-    const point = left.split(" ")[4];
+    const [, , , root, point] = left.split(" ");
     const [type, , options] = right.split(" ");
-    if (type === "cgroup2" && (v2 === null || point === "/sys/fs/cgroup")) v2 = point;
+    if (type === "cgroup2" && (v2 === null || point === "/sys/fs/cgroup")) v2 = { point, root };
     if (type !== "cgroup") continue;
     for (const option of options.split(",")) {
-      if ((V1_CONTROLLERS as readonly string[]).includes(option)) v1.set(option, point);
+      if ((V1_CONTROLLERS as readonly string[]).includes(option)) v1.set(option, { point, root });
     }
   }
   return { v1, v2 };
@@ -138,11 +147,42 @@ function ownCgroups(): Map<string, string> {
   return own;
 }
 
+/**
+ * Where this process's cgroup `path` shows in `mount`, then the mount point itself: `path` is
+ * seen from the kernel's root, while a container may mount only its own subtree (the mount's
+ * root), or sit in a cgroup namespace where `path` names nothing under the mount.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { cgroupCandidates } from "./cgroup.ts";
+ * const memory = { point: "/sys/fs/cgroup/memory", root: "/" };
+ * assert.deepEqual(cgroupCandidates(memory, "/ci/job"), [
+ *   "/sys/fs/cgroup/memory/ci/job",
+ *   "/sys/fs/cgroup/memory",
+ * ]);
+ * // A container that mounted only its own subtree: the path is found below the mount's root.
+ * const scoped = { point: "/sys/fs/cgroup/memory", root: "/docker/c1" };
+ * assert.deepEqual(cgroupCandidates(scoped, "/docker/c1/job")[0], "/sys/fs/cgroup/memory/job");
+ * // A path outside the mount (another cgroup namespace): only the mount point.
+ * assert.deepEqual(cgroupCandidates(scoped, "/elsewhere"), ["/sys/fs/cgroup/memory"]);
+ * ```
+ */
+export function cgroupCandidates(mount: Mount, path: string | undefined): string[] {
+  const root = mount.root === "/" ? "" : mount.root;
+  const own = path !== undefined && (path === root || path.startsWith(`${root}/`))
+    ? join(mount.point, path.slice(root.length) || "/")
+    : null;
+  return own && own !== mount.point ? [own, mount.point] : [mount.point];
+}
+
 let detected: CgroupSupport | undefined;
 
 /**
  * Whether sandboxes can have cgroups on this host (read once per process): a v1 hierarchy of
  * each needed controller, or a v2 one with `cpu`, `memory` and `pids`, that this user can write.
+ * Each is tried under this process's own cgroup, then at its mount point; when neither works the
+ * reason names each directory tried.
  *
  * @example
  * ```ts ignore
@@ -165,31 +205,43 @@ function detect(): CgroupSupport {
   const own = ownCgroups();
   const explicit = Deno.env.get("SANDBAR_CGROUP");
   if (explicit) return v2Parent(explicit);
+  const reasons: string[] = [];
   if (v1.size > 0) {
-    const missing = V1_CONTROLLERS.filter((c) => !v1.has(c));
-    if (missing.length) {
+    const found = v1Parents(v1, own);
+    if (found.ok) return found;
+    reasons.push(found.reason);
+  }
+  if (v2 !== null) {
+    for (const dir of cgroupCandidates(v2, own.get(""))) {
+      // A cgroup with processes cannot give its children controllers: use its parent.
+      const found = v2Parent(dir === v2.point ? dir : join(dir, ".."));
+      if (found.ok) return found;
+      reasons.push(found.reason);
+    }
+  }
+  if (!reasons.length) return { ok: false, reason: "no cgroup hierarchy is mounted" };
+  return { ok: false, reason: [...new Set(reasons)].join("; ") };
+}
+
+function v1Parents(v1: Map<string, Mount>, own: Map<string, string>): CgroupSupport {
+  const missing = V1_CONTROLLERS.filter((c) => !v1.has(c));
+  if (missing.length) {
+    return { ok: false, reason: `the cgroup v1 controllers ${missing.join(", ")} are not mounted` };
+  }
+  const parents: Record<string, string> = {};
+  for (const c of V1_CONTROLLERS) {
+    const tried = cgroupCandidates(v1.get(c)!, own.get(c));
+    const dir = tried.find(writable);
+    if (dir === undefined) {
       return {
         ok: false,
-        reason: `the cgroup v1 controllers ${missing.join(", ")} are not mounted`,
+        reason: `cgroup v1 ${c} hierarchy not writable by this user (tried ${tried.join(", ")}); ` +
+          "run as root",
       };
     }
-    const parents: Record<string, string> = {};
-    for (const c of V1_CONTROLLERS) {
-      const dir = join(v1.get(c)!, own.get(c) ?? "/");
-      if (!writable(dir)) {
-        return {
-          ok: false,
-          reason: `cgroup v1 ${c} hierarchy not writable by this user (${dir}); run as root`,
-        };
-      }
-      parents[c] = join(dir, "sandbar");
-    }
-    return { ok: true, version: 1, parents };
+    parents[c] = join(dir, "sandbar");
   }
-  if (v2 === null) return { ok: false, reason: "no cgroup hierarchy is mounted" };
-  const mine = join(v2, own.get("") ?? "/");
-  // A cgroup with processes cannot give its children controllers: use its parent.
-  return v2Parent(mine === v2 ? v2 : join(mine, ".."));
+  return { ok: true, version: 1, parents };
 }
 
 function v2Parent(dir: string): CgroupSupport {
