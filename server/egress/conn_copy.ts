@@ -10,6 +10,16 @@
  * @module
  */
 
+/** A copy's first read buffer: enough for the many connections that carry little. */
+const FIRST_READ = 64 * 1024;
+
+/**
+ * The largest read buffer a copy grows to. A bulk transfer fills every read, and reading (and
+ * writing) 1 MiB at a time instead of 64 KiB cut the proxy's CPU per GiB moved by about a
+ * quarter (scripts/bench/network.ts); the cost is at most 1 MiB per busy direction.
+ */
+const MAX_READ = 1024 * 1024;
+
 /** Close `c`, if any; a connection already closed is fine. */
 export function closeQuietly(c: Deno.Conn | undefined): void {
   try {
@@ -25,7 +35,9 @@ export async function writeAll(to: Deno.Conn, bytes: Uint8Array): Promise<void> 
 
 /**
  * Copy `from` to `to` until `from` ends, then end `to`'s writing side (a half close: the
- * answer may still come back). When either side fails, both are closed.
+ * answer may still come back). When either side fails, both are closed. The read buffer starts
+ * at 64 KiB and doubles, up to 1 MiB, each time a read fills it: the bytes are not looked at,
+ * only moved, so a bulk transfer costs as few reads and writes as the socket allows.
  *
  * @example Usage
  * ```ts
@@ -46,12 +58,13 @@ export async function writeAll(to: Deno.Conn, bytes: Uint8Array): Promise<void> 
  * ```
  */
 export async function copyThenCloseWrite(from: Deno.Conn, to: Deno.Conn): Promise<void> {
-  const buf = new Uint8Array(64 * 1024);
+  let buf = new Uint8Array(FIRST_READ);
   try {
     for (;;) {
       const n = await from.read(buf);
       if (n === null) break;
       await writeAll(to, buf.subarray(0, n));
+      if (n === buf.length && buf.length < MAX_READ) buf = new Uint8Array(buf.length * 2);
     }
     await to.closeWrite();
   } catch {

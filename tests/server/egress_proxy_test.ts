@@ -400,3 +400,79 @@ Deno.test("egress proxy: a client that never says where it goes is closed, and s
     await target.server.shutdown();
   }
 });
+
+Deno.test("egress proxy: a large body arrives whole and unchanged both ways, over plain HTTP, CONNECT, SOCKS and an intercepted tunnel", async () => {
+  // 12 MiB of varied bytes: the copy's buffer grows from 64 KiB to 1 MiB while it moves them.
+  const body = new Uint8Array(12 * 1024 * 1024);
+  for (let i = 0; i < body.length; i += 65536) {
+    crypto.getRandomValues(body.subarray(i, i + 65536));
+  }
+  const hex = async (bytes: Uint8Array<ArrayBuffer>) =>
+    Array.from(
+      new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)),
+      (b) => b.toString(16).padStart(2, "0"),
+    ).join("");
+  const want = await hex(body);
+  const handler = async (req: Request) =>
+    req.method === "POST"
+      ? new Response(await hex(new Uint8Array(await req.arrayBuffer())))
+      : new Response(body);
+  const plain = Deno.serve({ hostname: "127.0.0.2", port: 0, onListen: () => {} }, handler);
+  const upstreamCa = await EgressCa.create("test origin");
+  const leaf = await upstreamCa.leaf("big.secret.test");
+  const tls = Deno.serve(
+    { hostname: "127.0.0.2", port: 0, ...leaf, onListen: () => {} },
+    handler,
+  );
+  const sandboxCa = await EgressCa.create("sandbox");
+  const proxy = EgressProxy.listen({ hostname: "127.0.0.1", port: 0 }, {
+    identity: "tester",
+    rules: NetworkRules.compile({
+      allow: ["127.0.0.2", "big.secret.test"],
+      hosts: { "big.secret.test": "127.0.0.2" },
+      secrets: [{
+        host: "big.secret.test",
+        env: "T",
+        value: "v",
+        placeholder: "placeholder-0123456789",
+      }],
+      ca: [upstreamCa.certPem],
+    }),
+    ca: sandboxCa,
+  });
+  const dir = await Deno.makeTempDir({ prefix: "sandbar-egress-big-" });
+  try {
+    await Deno.writeFile(`${dir}/body`, body);
+    await Deno.writeTextFile(`${dir}/ca.pem`, sandboxCa.certPem);
+    const http = `http://127.0.0.2:${plain.addr.port}/`;
+    const https = `https://big.secret.test:${tls.addr.port}/`;
+    const via = {
+      "plain HTTP": ["-x", `http://127.0.0.1:${proxy.port}`, http],
+      "CONNECT": ["-p", "-x", `http://127.0.0.1:${proxy.port}`, http],
+      "SOCKS": ["--socks5-hostname", `127.0.0.1:${proxy.port}`, http],
+      "intercepted TLS": [
+        "-x",
+        `http://127.0.0.1:${proxy.port}`,
+        "--cacert",
+        `${dir}/ca.pem`,
+        https,
+      ],
+    };
+    for (const [path, args] of Object.entries(via)) {
+      const got = await new Deno.Command("curl", {
+        args: ["-sS", "--max-time", "30", ...args],
+        stdout: "piped",
+        env: { NO_PROXY: "", no_proxy: "" },
+      }).output();
+      assert.equal(got.stdout.length, body.length, `${path}: downloaded size`);
+      assert.equal(await hex(got.stdout), want, `${path}: downloaded bytes`);
+      const up = await curl("--data-binary", `@${dir}/body`, ...args);
+      assert.equal(up.stdout, want, `${path}: uploaded bytes (${up.stderr})`);
+    }
+  } finally {
+    await proxy.close();
+    await plain.shutdown();
+    await tls.shutdown();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
