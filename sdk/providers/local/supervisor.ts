@@ -43,7 +43,7 @@ import {
   RELAY_KEY_FILE,
   RelayChannel,
 } from "./channel.ts";
-import { SandboxEgress } from "./egress.ts";
+import type { SandboxEgress } from "./egress.ts";
 import {
   type ClaimRequest,
   type ControlRequest,
@@ -465,6 +465,9 @@ async function main(path: string): Promise<number> {
       // Before the sandbox starts too: its bridge connects here for every connection out.
       const socket = join(dir.channel, EGRESS_SOCKET);
       await Deno.remove(socket).catch(() => {});
+      // Loaded only here: the proxy's graph (its rules, the policy compiler and zod, DNS) is
+      // about 10 MiB of every supervisor's memory, and most sandboxes have no network.
+      const { SandboxEgress } = await import("./egress.ts");
       sup.egress = await SandboxEgress.start(
         socket,
         state.id,
