@@ -71,6 +71,19 @@ Deno.test({
     // No network but loopback.
     const net = await sandbox.commands.run("cat /proc/net/dev | tail -n +3 | cut -d: -f1");
     assert.deepEqual(net.stdout.trim().split(/\s+/), ["lo"]);
+    // The tokens came on the container's stdin, read before anything else ran: nothing left
+    // there, nor in any process's environment or command line a command can read.
+    const labels = (await containers()).find((c) => c.Labels["sandbar.id"] === sandbox.id)!
+      .Labels;
+    for (const token of [labels["sandbar.server-token"], labels["sandbar.access-token"]]) {
+      // From a file, so that the token is in no command line of this check's own.
+      await sandbox.files.write("/tmp/token", `${token}\n`);
+      const seen = await sandbox.commands.run(
+        `(timeout 2 cat /proc/1/fd/0; for p in /proc/[0-9]*; do cat $p/environ $p/cmdline; done)` +
+          ` 2>/dev/null | tr '\\0' '\\n' | grep -c -F -f /tmp/token || true`,
+      );
+      assert.equal(seen.stdout.trim(), "0", "a token is readable inside");
+    }
     await sandbox.files.write("data.txt", "hello");
     assert.equal(await sandbox.files.read("/home/user/data.txt"), "hello");
     const code = await sandbox.runCode("x = open('data.txt').read() * 2\nprint(x)");

@@ -165,19 +165,25 @@ export class Engine {
   }
 
   /**
-   * A hijacked connection: `POST path` with a JSON body and `Upgrade: tcp`; after the engine's
-   * `101`, the connection carries the stream both ways (an exec's stdin one way, its
-   * multiplexed stdout and stderr the other).
+   * A hijacked connection: `POST path` (with a JSON body, or none) and `Upgrade: tcp`; after the
+   * engine's `101`, the connection carries the stream both ways (an exec's or an attached
+   * container's stdin one way, its multiplexed stdout and stderr the other). An attach takes no
+   * body: bytes after the head would reach the container's stdin.
    */
-  async hijack(path: string, body: unknown): Promise<HijackedStream> {
+  async hijack(
+    path: string,
+    body?: unknown,
+    query: EngineCallOptions["query"] = {},
+  ): Promise<HijackedStream> {
     const a = this.address;
     const conn = a.kind === "unix"
       ? await Deno.connect({ transport: "unix", path: a.path })
       : await Deno.connect({ hostname: a.host, port: a.port });
-    const payload = new TextEncoder().encode(JSON.stringify(body));
-    const head = `POST /${API_VERSION}${path} HTTP/1.1\r\nHost: docker\r\n` +
-      `Content-Type: application/json\r\nContent-Length: ${payload.length}\r\n` +
-      `Connection: Upgrade\r\nUpgrade: tcp\r\n\r\n`;
+    const payload = new TextEncoder().encode(body === undefined ? "" : JSON.stringify(body));
+    const head = `POST ${this.#url(path, query).slice(this.#base.length)} HTTP/1.1\r\n` +
+      `Host: docker\r\n` +
+      (body === undefined ? "" : "Content-Type: application/json\r\n") +
+      `Content-Length: ${payload.length}\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n`;
     try {
       await writeAll(conn, new TextEncoder().encode(head));
       await writeAll(conn, payload);
@@ -253,6 +259,11 @@ export class HijackedStream {
   /** Write to the process's stdin. */
   async write(bytes: Uint8Array): Promise<void> {
     await writeAll(this.#conn as Duplex, bytes);
+  }
+
+  /** End the process's stdin (the engine closes it), keeping its output coming. */
+  async closeWrite(): Promise<void> {
+    await this.#conn.closeWrite().catch(() => {});
   }
 
   /** Close the connection (the engine then closes the process's stdin). */

@@ -33,7 +33,7 @@ import type {
 import { DockerChannel } from "./channel.ts";
 import { Engine, engineAddress, EngineError, engineIsLocal } from "./engine.ts";
 import { ACCESS_TOKEN_ENV, containerBody, INSIDE, policyFor, serverArgv } from "./launch.ts";
-import { tarArchive } from "./tar.ts";
+import { Startup } from "./startup.ts";
 
 /** Options of {@linkcode DockerProvider}. */
 export interface DockerProviderOptions {
@@ -307,28 +307,15 @@ export class DockerProvider implements SandboxProvider {
       }
       throw e;
     }
-    const encoder = new TextEncoder();
-    const secrets = tarArchive([
-      { name: ".sandbar-secret/", mode: 0o700 },
-      {
-        name: ".sandbar-secret/server_token",
-        data: encoder.encode(`${serverToken}\n`),
-        mode: 0o600,
-      },
-      {
-        name: ".sandbar-secret/access_token",
-        data: encoder.encode(`${accessToken}\n`),
-        mode: 0o600,
-      },
-    ]);
-    await this.engine.call("PUT", `/containers/${name}/archive`, {
-      query: { path: "/" },
-      body: secrets,
-    });
-    await this.engine.call("POST", `/containers/${name}/start`, { accept: [304] });
-    const deadline = Date.now() + (request.requestTimeout ?? DEFAULT_START_TIMEOUT) * 1000;
-    const handle = await this.#handle(id, labels, "running", deadline);
-    return handle;
+    const startup = await Startup.attach(this.engine, name);
+    try {
+      await startup.sendTokens(serverToken, accessToken);
+      await this.engine.call("POST", `/containers/${name}/start`, { accept: [304] });
+      const deadline = Date.now() + (request.requestTimeout ?? DEFAULT_START_TIMEOUT) * 1000;
+      return await this.#handle(id, labels, "running", deadline, startup);
+    } finally {
+      startup.close();
+    }
   }
 
   async #inspect(id: string): Promise<Labeled | null> {
@@ -364,6 +351,7 @@ export class DockerProvider implements SandboxProvider {
     labels: Record<string, string>,
     status: string,
     deadline: number,
+    startup?: Startup,
   ): Promise<SandboxHandle> {
     const channel = await this.#channel(id, labels, deadline);
     const secure = labels["sandbar.secure"] === "1";
@@ -375,7 +363,13 @@ export class DockerProvider implements SandboxProvider {
       if (secure) headers["X-Sandbar-Gateway"] = labels["sandbar.gateway-token"];
       return { url: `${ws ? "ws" : "http"}://127.0.0.1:${listener}${prefix}`, headers };
     };
-    const capabilities = await this.#capabilities(id, portAddress(9000), serverToken, deadline);
+    const capabilities = await this.#capabilities(
+      id,
+      portAddress(9000),
+      serverToken,
+      deadline,
+      startup,
+    );
     const info = await infoOf(id, labels, status, true);
     info.envdUrl = portAddress(9000).url;
     return {
@@ -425,21 +419,27 @@ export class DockerProvider implements SandboxProvider {
     return opening;
   }
 
-  /** The capability names: the server's document, less what the image lacks. */
+  /**
+   * The capability names: the server's document, less what the image lacks. A new sandbox's
+   * `startup` says when its server listens and what the image has; another process's connect
+   * asks the server at once and reads the image's probe from the container's log.
+   */
   async #capabilities(
     id: string,
     address: PortAddress,
     serverToken: string,
     deadline: number,
+    startup?: Startup,
   ): Promise<string[]> {
     const headers = { ...address.headers, authorization: `Bearer ${serverToken}` };
+    const probed = await startup?.wait(id, deadline);
     let last = "";
     while (true) {
       try {
         const res = await fetch(`${address.url}/capabilities`, { headers });
         if (res.ok) {
           const names = new Set([...capabilityNames(await res.json()), "ports"]);
-          const found = await this.#probe(id);
+          const found = probed ?? await this.#probe(id);
           for (const needs of ["code", "browser"]) if (!found.has(needs)) names.delete(needs);
           return [...names].sort();
         }

@@ -14,9 +14,12 @@
  * | `/home/user`            | the working directory (the server's root)                        |
  *
  * The main process (under the engine's `docker-init`) is a shell that forks the lifetime watch
- * first, then reads the two tokens from files the provider put in the container before it
- * started (and removes them), and `exec`s the server with them in its environment alone; the
- * server wipes them from its environment block at start. The watch reads the end time (seconds
+ * first, then reads the two tokens from its stdin (the provider attached to the container before
+ * it started and wrote them there, over the engine's socket, then closed it: nothing of them is
+ * left in the container's file system, labels aside), and `exec`s the server with them in its
+ * environment alone and `/dev/null` as its stdin; the server wipes them from its environment
+ * block at start. The provider reads the container's output on the same attach until the
+ * server's `listening` line, rather than polling the engine. The watch reads the end time (seconds
  * since the epoch) from `/run/sandbar-host/end_at` every second; when it has passed it kills
  * every process, the server ends, `docker-init` ends and the engine removes the container
  * (`AutoRemove`, anonymous volumes with it). The container has no network (`NetworkMode:
@@ -39,7 +42,6 @@ export const INSIDE = {
   home: "/home/user",
   host: "/run/sandbar-host",
   run: "/run/sandbar",
-  secrets: "/.sandbar-secret",
   commands: "/opt/sandbar/commands",
 } as const;
 
@@ -59,7 +61,7 @@ export function defaultPolicy(source: PackageSource, denoDir: string): Record<st
         ...(source.dir ? [source.dir] : []),
         denoDir,
       ],
-      deny: [INSIDE.run, `${INSIDE.run}/**`, INSIDE.host, `${INSIDE.host}/**`, INSIDE.secrets],
+      deny: [INSIDE.run, `${INSIDE.run}/**`, INSIDE.host, `${INSIDE.host}/**`],
     },
   };
 }
@@ -161,11 +163,12 @@ sys.exit(u.find_spec("ipykernel") is None)' >/dev/null 2>&1; then
   done
   echo "sandbar-lifetime-ended"
   kill -KILL -1
-) &
-read -r SVC_SERVER_TOKEN < ${INSIDE.secrets}/server_token
-read -r ${ACCESS_TOKEN_ENV} < ${INSIDE.secrets}/access_token
-rm -rf ${INSIDE.secrets}
-SVC_SERVER_TOKEN="$SVC_SERVER_TOKEN" ${ACCESS_TOKEN_ENV}="$${ACCESS_TOKEN_ENV}" exec "$@"
+) </dev/null &
+read -r SVC_SERVER_TOKEN && read -r ${ACCESS_TOKEN_ENV} || {
+  echo "sandbar: no tokens on stdin" >&2
+  exit 1
+}
+SVC_SERVER_TOKEN="$SVC_SERVER_TOKEN" ${ACCESS_TOKEN_ENV}="$${ACCESS_TOKEN_ENV}" exec "$@" </dev/null
 `;
 
 /** Inputs of {@linkcode containerBody}. */
@@ -230,11 +233,14 @@ export function containerBody(inputs: ContainerInputs): Record<string, unknown> 
     Env: Object.entries(inputs.env).map(([k, v]) => `${k}=${v}`),
     Entrypoint: ["/bin/sh", "-c", INIT_SCRIPT, "sandbar-init"],
     Cmd: inputs.server,
-    AttachStdin: false,
-    AttachStdout: false,
-    AttachStderr: false,
+    // The tokens come on stdin, once (`StdinOnce`: the engine closes it when the provider's
+    // attach ends its side).
+    AttachStdin: true,
+    AttachStdout: true,
+    AttachStderr: true,
     Tty: false,
-    OpenStdin: false,
+    OpenStdin: true,
+    StdinOnce: true,
     HostConfig: hostConfig,
   };
 }
