@@ -23,7 +23,7 @@ import { compilePolicy } from "./policy/compile.ts";
 import { loadPolicyFile } from "./policy/load.ts";
 import type { PolicyFile } from "./policy/schema.ts";
 import type { EndpointId } from "./endpoints.ts";
-import { closeTrees } from "./process/trees.ts";
+import { closeTrees, treeMode } from "./process/trees.ts";
 import { ServerState } from "./state.ts";
 import { generateToken } from "./token.ts";
 
@@ -218,6 +218,7 @@ async function loadCommands(registry: CommandRegistry, file: string): Promise<vo
 export async function startServer(options: StartServerOptions = {}): Promise<SandbarServer> {
   const env = options.env ?? Deno.env.toObject();
   procAccess(); // a wrong SANDBAR_PROC stops the server here, not at its first process
+  treeMode(); // so does a SANDBAR_PROCESS_TREES that asks for what this host cannot do
   const root = resolve(options.root ?? Deno.cwd());
   const file = options.policyFile ? await loadPolicyFile(options.policyFile) : options.policy;
   const given = options.token ?? env.SVC_SERVER_TOKEN;

@@ -10,6 +10,7 @@ import { nativeSpawnSupported } from "../../server/process/posix_spawn.ts";
 import { procStat, serverPid } from "../helpers/proc.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 import { eventually, settled } from "../helpers/wait.ts";
+import { ownTreeCgroup } from "../../server/process/tree_cgroups.ts";
 
 async function postJson(server: TestServer, path: string, body: unknown) {
   const res = await server.post(path, body);
@@ -81,14 +82,8 @@ async function printedPid(server: TestServer, pid: number): Promise<number> {
  */
 // The runaway writes its pid once `setsid` has made it a session leader (a confined process may
 // not read /proc/<pid>/stat to check).
-/** Whether test servers end process trees by cgroup here (root, cgroup v1 freezer). */
-const TREES_BY_CGROUP = (() => {
-  try {
-    return Deno.uid() === 0 && Deno.statSync("/sys/fs/cgroup/freezer/cgroup.procs").isFile;
-  } catch {
-    return false;
-  }
-})();
+/** Whether test servers end process trees by cgroup here (a writable v2 or v1 freezer hierarchy). */
+const TREES_BY_CGROUP = "dir" in ownTreeCgroup(2) || "dir" in ownTreeCgroup(1);
 
 const RUNAWAY = "rm -f .runaway; setsid sh -c 'echo $$ > .runaway; exec sleep 300' & " +
   "until [ -s .runaway ]; do sleep 0.01; done; cat .runaway";

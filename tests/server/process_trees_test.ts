@@ -2,24 +2,22 @@
  * Nothing outlives its owner: processes that left their process group (`setsid`, a double fork,
  * `disown`, a job in a group of its own under `set -m`) end when the command ends, when a
  * background process is killed, when a code context is removed, and when the server stops.
- * Judged by the pid each wrote: the process is gone. Run in both ways the server ends trees:
- * freezer cgroups (root on cgroup v1, as here) and the session fallback
- * (`SANDBAR_PROCESS_TREES=session`, what a local sandbox or cgroup v2 gets), where a process
- * that called `setsid` is found only while its parent lives.
+ * Judged by the pid each wrote: the process is gone. Run in each way the server ends trees,
+ * forced with `SANDBAR_PROCESS_TREES`: cgroups of the v2 hierarchy (`cgroup.kill`; here the
+ * hybrid mount at `/sys/fs/cgroup/unified`), freezer cgroups of the v1 hierarchy, and the session
+ * fallback (what a local sandbox gets), where a process that called `setsid` is found only while
+ * its parent lives. A cgroup way is ignored where its hierarchy is not found or not writable.
  */
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 import { eventually } from "../helpers/wait.ts";
+import { ownTreeCgroup } from "../../server/process/tree_cgroups.ts";
 
-const cgroupV1 = (() => {
-  try {
-    return Deno.uid() === 0 && Deno.statSync("/sys/fs/cgroup/freezer/cgroup.procs").isFile;
-  } catch {
-    return false;
-  }
-})();
+/** Whether this host has the hierarchy (found as the server finds it) and this user may write. */
+const hasV1 = "dir" in ownTreeCgroup(1);
+const hasV2 = "dir" in ownTreeCgroup(2);
 
 /** The escapes, each writing its pid to `<dir>/<name>.pid` and then sleeping. */
 function escapes(dir: string, names: readonly string[]): string {
@@ -76,7 +74,15 @@ async function json(res: Response) {
   return body;
 }
 
+/** The line of `/proc/<pid>/cgroup` that holds a tree's cgroup in each way, or null. */
+const TREE_LINE: Record<string, RegExp | null> = {
+  cgroup2: /^0::.*\/sandbar-\d+\/t\d+$/m,
+  cgroup1: /^\d+:[^:]*\bfreezer\b[^:]*:.*\/sandbar-\d+\/t\d+$/m,
+  session: null,
+};
+
 async function cases(t: Deno.TestContext, env: Record<string, string>, all: boolean) {
+  const treeLine = TREE_LINE[env.SANDBAR_PROCESS_TREES];
   // The session fallback cannot find a `setsid` process whose parent already exited.
   const orphaned = all ? ["setsid", "double", "disown", "pgrp"] : ["double", "disown", "pgrp"];
   const attached = ["setsid", "double", "disown", "pgrp"];
@@ -105,6 +111,11 @@ async function cases(t: Deno.TestContext, env: Record<string, string>, all: bool
       await server.post("/process/start", { cmd: escapes(d, attached) + " sleep 300" }),
     );
     const found = await pids(d, attached);
+    // Each runs in a cgroup of the hierarchy asked for, wherever its group or session went.
+    for (const pid of Object.values(found)) {
+      const cgroup = Deno.readTextFileSync(`/proc/${pid}/cgroup`);
+      if (treeLine) assert.match(cgroup, treeLine, `pid ${pid}`);
+    }
     await json(await server.post(`/process/${p.pid}/signal`, { signal: "SIGKILL" }));
     await allGone("the background process", found);
   });
@@ -164,9 +175,15 @@ async function cases(t: Deno.TestContext, env: Record<string, string>, all: bool
 }
 
 Deno.test({
-  name: "process trees (cgroup): setsid, double fork, disown and set -m end with their owner",
-  ignore: !cgroupV1, // needs root and a cgroup v1 freezer hierarchy
-  fn: (t) => cases(t, { SANDBAR_PROCESS_TREES: "cgroup" }, true),
+  name: "process trees (cgroup v2): setsid, double fork, disown and set -m end with their owner",
+  ignore: !hasV2, // needs a writable cgroup v2 hierarchy
+  fn: (t) => cases(t, { SANDBAR_PROCESS_TREES: "cgroup2" }, true),
+});
+
+Deno.test({
+  name: "process trees (cgroup v1): setsid, double fork, disown and set -m end with their owner",
+  ignore: !hasV1, // needs a writable cgroup v1 freezer hierarchy
+  fn: (t) => cases(t, { SANDBAR_PROCESS_TREES: "cgroup1" }, true),
 });
 
 Deno.test({
