@@ -97,6 +97,10 @@ export function narrowedServerArgv(inputs: NarrowedServerInputs): string[] {
     "run",
     "--no-prompt",
     "--unstable-no-legacy-abort",
+    // Only what the start path imports is read and compiled at start; the groups loaded on first
+    // use (browser, agents, code) are read when first imported, not walked before the first line
+    // runs (Deno otherwise builds the whole graph, dynamic imports included: ~120 more files).
+    "--unstable-lazy-dynamic-imports",
     // A young generation of at most 4 MiB. Downloads allocate a fresh half-MiB buffer per chunk;
     // with V8's larger default, dead ones piled up as external memory between scavenges until
     // full mark-compacts ran every few dozen megabytes, halving download throughput (1.4-2.2

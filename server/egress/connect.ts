@@ -6,7 +6,6 @@
  * @module
  */
 
-import { lookup } from "node:dns/promises";
 import { parseIp } from "../guards/urls/index.ts";
 
 /**
@@ -22,6 +21,8 @@ export async function resolveAll(
   if (parseIp(bare)) return [bare];
   const fixed = hosts.get(host.toLowerCase().replace(/\.$/, ""));
   if (fixed) return [...fixed];
+  // Loaded on the first name to resolve: Node's DNS layer is no part of the server's start.
+  const { lookup } = await import("node:dns/promises");
   const found = await lookup(bare, { all: true, verbatim: true });
   return found.map((a) => a.address);
 }

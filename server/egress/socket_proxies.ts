@@ -6,11 +6,11 @@
  * @module
  */
 
-import { createHash } from "node:crypto";
 import { join } from "node:path";
 import type { AuditSink } from "../pipeline/audit.ts";
 import { EgressProxy } from "./proxy.ts";
 import { type NetworkConfig, NetworkRules } from "./rules.ts";
+import { sha256Hex } from "../../shared/sha256_hex.ts";
 
 /** The key of the service in the server's state. */
 export const SOCKET_EGRESS_SERVICE = "egress:sockets";
@@ -39,8 +39,7 @@ export class SocketProxies {
   /** The socket of `identity`'s proxy with these rules (checked: throws naming a bad one). */
   socketFor(identity: string, config: NetworkConfig, where: string): string {
     const rules = NetworkRules.compile(config, where);
-    const key = createHash("sha256").update(JSON.stringify([identity, config])).digest("hex")
-      .slice(0, 16);
+    const key = sha256Hex(JSON.stringify([identity, config])).slice(0, 16);
     let found = this.#proxies.get(key);
     if (!found) {
       Deno.mkdirSync(this.#dir, { recursive: true, mode: 0o700 });

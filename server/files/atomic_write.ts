@@ -168,7 +168,7 @@ async function readInto(
       sinceCollect += value.byteLength;
       if (sinceCollect >= COLLECT_EVERY) {
         sinceCollect = 0;
-        collectYoungGarbage();
+        await collectYoungGarbage();
       }
     }
   } finally {

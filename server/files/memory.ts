@@ -3,13 +3,12 @@
  * allocated buffer; V8 frees the dead ones only when its heuristics decide to collect, so a
  * gigabyte streamed to disk can leave a hundred megabytes or more of garbage resident for a
  * while. The upload writer asks for a young-generation collection (cheap: the chunks are young)
- * every few megabytes instead, through V8's `gc` function, exposed once at runtime.
+ * every few megabytes instead, through V8's `gc` function, exposed once at runtime. `node:v8` and
+ * `node:vm` are loaded on the first collection, not at the server's start (Node's layers cost the
+ * start path CPU; see `shared/sha256_hex.ts`).
  *
  * @module
  */
-
-import v8 from "node:v8";
-import vm from "node:vm";
 
 type GcFunction = (options?: { type?: "minor" | "major" }) => void;
 
@@ -18,9 +17,13 @@ let collect: GcFunction | null | undefined;
 /**
  * Collect the young generation now, where V8 allows it; a no-op elsewhere.
  */
-export function collectYoungGarbage(): void {
+export async function collectYoungGarbage(): Promise<void> {
   if (collect === undefined) {
     try {
+      const [{ default: v8 }, { default: vm }] = await Promise.all([
+        import("node:v8"),
+        import("node:vm"),
+      ]);
       v8.setFlagsFromString("--expose-gc");
       collect = vm.runInNewContext("gc") as GcFunction;
     } catch {

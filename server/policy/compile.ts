@@ -14,12 +14,12 @@
  * @module
  */
 
-import { createHash } from "node:crypto";
 import { isAbsolute, resolve } from "node:path";
 import { type EndpointLimits, ENDPOINTS, type EndpointSpec } from "../endpoints.ts";
 import { parseUrlPatterns } from "../guards/urls/patterns.ts";
 import { NetworkRules } from "../egress/rules.ts";
 import { tokenTooShort } from "../token.ts";
+import { sha256Hex } from "../../shared/sha256_hex.ts";
 import type { PolicyEndpointSetting, PolicyFile } from "./schema.ts";
 import { type PresetName, presetSays } from "./presets.ts";
 
@@ -245,11 +245,11 @@ export function compilePolicy(file: PolicyFile, options: CompileOptions): Compil
   const root = resolve(options.root);
   const pathsFile = file.paths ?? {};
   const allowCommands = file.allow_commands;
-  const revision = createHash("sha256")
-    .update(JSON.stringify(file))
-    .update(ENDPOINTS.map((e) => e.id).join(","))
-    .update(String([...options.implemented].length))
-    .digest("hex").slice(0, 12);
+  const revision = sha256Hex(
+    JSON.stringify(file),
+    ENDPOINTS.map((e) => e.id).join(","),
+    String([...options.implemented].length),
+  ).slice(0, 12);
   if (!options.configured) warnings.push("no policy file: the standard preset applies");
   const network = compileNetwork(file, identities);
   if (!network && options.env.SANDBAR_EGRESS !== "provider") {

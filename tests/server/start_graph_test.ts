@@ -8,6 +8,8 @@ import { agentsHandlers } from "../../server/agents/handlers.ts";
 import { browserHandlers } from "../../server/handlers/browser/index.ts";
 import { ENDPOINTS } from "../../server/endpoints.ts";
 import { HANDLERS } from "../../server/handlers/mod.ts";
+import { narrowedServerArgv } from "../../server/launch.ts";
+import { compilePolicy } from "../../server/policy/compile.ts";
 
 const REPO = new URL("../../", import.meta.url);
 
@@ -48,9 +50,11 @@ const LATE = [
   /^server\/agents\/(?!config\.ts$)/, // the data directory's default is read at start
   /^server\/code\//,
   /^npm:.*(puppeteer|modelcontextprotocol|croner|eventsource-parser|fake-timers|express)/,
+  // Node's crypto, DNS and V8 layers cost the start tens of ms of CPU: loaded where first used.
+  /^node:(crypto|dns|v8|vm)/,
 ];
 
-Deno.test("the server's start graph has no browser, agents, code, MCP or test library", async () => {
+Deno.test("the server's start graph has no browser, agents, code, MCP, test library or Node crypto", async () => {
   const graph = await staticGraph("server/serve.ts");
   const early = graph.filter((m) => LATE.some((re) => re.test(m)));
   assert.deepEqual(early, []);
@@ -61,6 +65,29 @@ Deno.test("the launcher loads none of the server's handlers", async () => {
   const graph = await staticGraph("server/main.ts");
   assert.deepEqual(graph.filter((m) => m.startsWith("server/handlers/")), []);
   assert.ok(!graph.includes("server/serve.ts"));
+  assert.deepEqual(graph.filter((m) => LATE.some((re) => re.test(m))), []);
+});
+
+Deno.test("the server's modules loaded on first use are not read at start", async () => {
+  // Deno walks the whole graph, dynamic imports included, before the first line runs, unless
+  // told not to: the narrowed server's command line and the checkout's deno.json both say so.
+  const policy = compilePolicy({}, {
+    root: "/",
+    env: {},
+    implemented: new Set(ENDPOINTS.map((e) => e.id)),
+    defaultToken: "0123456789abcdef0123",
+    configured: false,
+  });
+  const argv = narrowedServerArgv({
+    policy,
+    root: "/",
+    host: "127.0.0.1",
+    stateDir: "/tmp/s",
+    serverArgs: [],
+  });
+  assert.ok(argv.indexOf("--unstable-lazy-dynamic-imports") < argv.indexOf("--no-narrow"));
+  const config = JSON.parse(await Deno.readTextFile(new URL("deno.json", REPO)));
+  assert.ok(config.unstable.includes("lazy-dynamic-imports"));
 });
 
 Deno.test("groups loaded on first use answer every id of the table, and only those", () => {

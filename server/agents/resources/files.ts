@@ -81,7 +81,7 @@ async function readUpload(
             for (let off = 0; off < chunk.byteLength;) off += file.writeSync(chunk.subarray(off));
             if ((sinceCollect += chunk.byteLength) >= COLLECT_EVERY) {
               sinceCollect = 0;
-              collectYoungGarbage();
+              await collectYoungGarbage();
             }
           }
         } finally {
