@@ -22,6 +22,8 @@ import { type AgentsService, agentsService } from "../service.ts";
 import { tenantOf } from "../tenants.ts";
 import type { StoredObject } from "../store.ts";
 import { callUpstream } from "../upstream.ts";
+import { conversationId, dropClaim, useConversation } from "../domain/conversations.ts";
+import type { Tenant } from "../tenants.ts";
 import type { z } from "zod";
 
 type CreateBody = z.output<typeof responseCreateSchema>;
@@ -129,13 +131,17 @@ function postResponses(service: AgentsService, text: string, signal: AbortSignal
   return callUpstream(service.config.upstream, "POST", "/responses", text, signal);
 }
 
-async function create(c: Context<ServerEnv>): Promise<Response> {
-  const service = agentsService(c.var.state);
-  const tenant = tenantOf(c);
-  const owner = tenant.id;
-  const { value, text } = await readJson(c, responseCreateSchema);
-  // A response continues only one the caller may see (every response made here is kept), so
-  // no identity can have another's conversation continued for it.
+/**
+ * What a request continues must be the caller's: a `previous_response_id` it may see (every
+ * response made here is kept), and a `conversation` it owns or is the first to use
+ * (`domain/conversations.ts`), so no identity can have another's conversation continued for it.
+ * Returns the conversation id this request claimed (to drop should the upstream refuse it).
+ */
+function checkContinued(
+  service: AgentsService,
+  tenant: Tenant,
+  value: { previous_response_id?: unknown; conversation?: unknown },
+): string | undefined {
   const previous = value.previous_response_id;
   if (
     typeof previous === "string" &&
@@ -143,6 +149,23 @@ async function create(c: Context<ServerEnv>): Promise<Response> {
   ) {
     throw notFound("response", previous, "previous_response_id");
   }
+  const conversation = conversationId(value.conversation);
+  if (conversation === undefined) return undefined;
+  return useConversation(service.store, tenant, conversation) ? conversation : undefined;
+}
+
+/** Drop the claim of a conversation this request made, when the upstream refused it. */
+function refused(service: AgentsService, claimed: string | undefined, answer: Response): Response {
+  if (claimed !== undefined) dropClaim(service.store, claimed);
+  return answer;
+}
+
+async function create(c: Context<ServerEnv>): Promise<Response> {
+  const service = agentsService(c.var.state);
+  const tenant = tenantOf(c);
+  const owner = tenant.id;
+  const { value, text } = await readJson(c, responseCreateSchema);
+  const claimed = checkContinued(service, tenant, value);
   const stored = value.store !== false;
   const items = stored ? inputItems(value.input) : [];
   if (value.stream) {
@@ -151,7 +174,7 @@ async function create(c: Context<ServerEnv>): Promise<Response> {
       throw invalid("Idempotency-Key", "Idempotency-Key is not supported with stream: true.");
     }
     const result = await postResponses(service, text, c.req.raw.signal);
-    if (!result.ok) return result.answer;
+    if (!result.ok) return refused(service, claimed, result.answer);
     const upstream = result.response;
     if (!upstream.body) return invalidUpstream("an empty stream");
     const body = relay(upstream.body, (final) => {
@@ -167,7 +190,7 @@ async function create(c: Context<ServerEnv>): Promise<Response> {
   }
   return idempotentCreate(c, service.store, text, async (commit) => {
     const result = await postResponses(service, text, c.req.raw.signal);
-    if (!result.ok) return result.answer;
+    if (!result.ok) return refused(service, claimed, result.answer);
     const response = await result.response.json().catch(() => undefined);
     if (!response || typeof response !== "object") {
       return invalidUpstream("a body that is not a JSON object");
@@ -264,14 +287,16 @@ export const responsesResourceHandlers: HandlerMap<AgentsId> = {
   },
   agents_responses_input_tokens_count: async (c) => {
     const service = agentsService(c.var.state);
-    const { text } = await readJson(c, inputTokensSchema);
+    const { value, text } = await readJson(c, inputTokensSchema);
+    // Counting another's conversation's tokens is reading it: the same checks as a create.
+    const claimed = checkContinued(service, tenantOf(c), value);
     const result = await callUpstream(
       service.config.upstream,
       "POST",
       "/responses/input_tokens",
       text,
     );
-    if (!result.ok) return result.answer;
+    if (!result.ok) return refused(service, claimed, result.answer);
     return json({ status: 200, body: await result.response.json() });
   },
 };
