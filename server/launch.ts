@@ -42,6 +42,13 @@ export interface NarrowedServerInputs {
   cachedOnly?: boolean;
   /** The agents group's data directory (writable) and upstream (reachable). */
   agents?: AgentsConfig;
+  /**
+   * More `deno run` flags, before the module: the local provider preloads its relay into the
+   * sandbox's server (`--preload`) and adds the relay's few permissions. Repeated
+   * `--allow-x=…` flags add up, but a list after a bare `--allow-x` would replace the whole
+   * grant, so such a list is left out where the policy's flags already grant all of `x`.
+   */
+  denoFlags?: readonly string[];
 }
 
 /**
@@ -114,6 +121,7 @@ export function narrowedServerArgv(inputs: NarrowedServerInputs): string[] {
     ...(!pkg && inputs.cachedOnly ? ["--cached-only"] : []),
     ...(!pkg ? [`--allow-import=${new URL(main).host}`] : []),
     ...flags,
+    ...(inputs.denoFlags ?? []).filter((f) => !flags.includes(f.split("=")[0])),
     main,
     "--no-narrow",
     ...inputs.serverArgs,

@@ -423,12 +423,13 @@ while True:
   }
   assert.equal(await sandbox.files.exists("/home/user/captured"), false);
   if (listening === "listening") await listener.kill();
-  // The relay, which every request passes through, is closed to the sandbox's processes: /proc
-  // is open inside, but neither its descriptors nor its memory can be opened (the host finds the
-  // relay's pid for us).
+  // The relay, which every request passes through, runs in the server's process (preloaded),
+  // which is closed to the sandbox's processes: /proc is open inside, but neither its
+  // descriptors (the channel's among them) nor its memory can be opened (the host finds its pid
+  // for us).
   const relay = sandboxChildren(`${home}/sandboxes/${sandbox.id}`)
-    .find((p) => p.cmdline.includes("relay.ts"));
-  assert.ok(relay, "the relay runs in the sandbox");
+    .find((p) => p.cmdline.includes("--preload") && p.cmdline.includes("relay.ts"));
+  assert.ok(relay, "the relay runs in the sandbox's server");
   // Its pid as the sandbox sees it: the last NSpid of its status on the host.
   const nspid = /^NSpid:\s+(.*)$/m.exec(Deno.readTextFileSync(`/proc/${relay.pid}/status`))!;
   const inner = nspid[1].trim().split(/\s+/).at(-1);

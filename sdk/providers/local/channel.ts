@@ -27,6 +27,16 @@ import { type Duplex, writeAll } from "./splice.ts";
 
 /** The channel socket's name in its directory. */
 export const CHANNEL_SOCKET = "relay.sock";
+/**
+ * The variables that tell the relay, preloaded into the sandbox's server (`relay.ts`), where its
+ * socket, its key file and the egress proxy's socket are. It removes them before the server
+ * loads.
+ */
+export const CHANNEL_ENV = {
+  socket: "SANDBAR_CHANNEL",
+  key: "SANDBAR_CHANNEL_KEY",
+  egress: "SANDBAR_CHANNEL_EGRESS",
+} as const;
 /** The relay's one-time key, in the sandbox's run directory. */
 export const RELAY_KEY_FILE = "relay_key";
 /** The egress proxy's socket in the channel directory (the sandbox's only way out). */

@@ -36,6 +36,7 @@ import { compilePolicy } from "../../../server/policy/compile.ts";
 import type { PolicyFile } from "../../../server/policy/schema.ts";
 import { ValidationError } from "../../errors/mod.ts";
 import {
+  CHANNEL_ENV,
   CHANNEL_SOCKET,
   EGRESS_BRIDGE_PORT,
   EGRESS_CA_INSIDE,
@@ -212,6 +213,7 @@ function serverArgs(
   paths: { home: string; run: string; commands?: string },
   policy: Record<string, unknown>,
   env: Record<string, string>,
+  denoFlags: readonly string[] = [],
 ) {
   const policyFile = join(paths.run, "policy.json");
   const stateDir = join(paths.run, "state");
@@ -238,6 +240,7 @@ function serverArgs(
     commandsFile: paths.commands,
     policyFile,
     cachedOnly: true,
+    denoFlags,
     serverArgs: [
       "--root",
       paths.home,
@@ -307,15 +310,33 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     ? join(INSIDE_COMMANDS, basename(inputs.commandsFile))
     : undefined;
   const paths = { home, run: INSIDE_RUN, commands: commandsInside };
-  const { argv: server, stateDir } = serverArgs(INSIDE_DENO, pkg, paths, inputs.policy, env);
+  const channelSocket = join(INSIDE_CHANNEL, CHANNEL_SOCKET);
+  const egressSocket = join(INSIDE_CHANNEL, EGRESS_SOCKET);
+  const keyFile = join(INSIDE_RUN, RELAY_KEY_FILE);
+  // The relay runs in the server's process, loaded first (`relay.ts`): one Deno process inside.
+  // Its own permissions on top of the server's: its socket (and the egress proxy's), its key.
+  const relayFlags = [
+    "--preload",
+    inputs.source.module("sdk/providers/local/relay.ts"),
+    `--allow-net=unix:${channelSocket}${inputs.egress ? `,unix:${egressSocket}` : ""}`,
+    `--allow-read=${INSIDE_CHANNEL},${keyFile}`,
+    `--allow-write=${INSIDE_CHANNEL},${keyFile}`,
+  ];
+  const { argv: server, stateDir } = serverArgs(
+    INSIDE_DENO,
+    pkg,
+    paths,
+    inputs.policy,
+    env,
+    relayFlags,
+  );
   env.SANDBAR_STATE_DIR = stateDir;
-  // The sandbox's PID namespace holds bubblewrap's init and the relay (neither has a secret) and
-  // the server, which wipes its tokens from its environment block at start: its processes may
-  // read /proc, which `ps`, `/proc/self/*` and Deno's TypeScript transpiler need.
+  // The sandbox's PID namespace holds bubblewrap's init and the server (with its relay), which
+  // wipes its tokens from its environment block at start: its processes may read /proc, which
+  // `ps`, `/proc/self/*` and Deno's TypeScript transpiler need.
   env.SANDBAR_PROC = "open";
   // The sandbox's network is its provider's: a namespace with no way out but the egress bridge.
   env.SANDBAR_EGRESS = "provider";
-  const egressSocket = join(INSIDE_CHANNEL, EGRESS_SOCKET);
   if (inputs.egress) Object.assign(env, proxyEnvironment(`127.0.0.1:${EGRESS_BRIDGE_PORT}`));
   if (inputs.egressCaDir) Object.assign(env, trustEnvironment(EGRESS_CA_INSIDE));
   server.push(
@@ -325,37 +346,22 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     "9001",
     ...(inputs.awaitClaim ? ["--await-claim"] : []),
   );
-  const relay = [
-    INSIDE_DENO,
-    "run",
-    "--no-config",
-    "--no-lock",
-    "--no-prompt",
-    `--allow-net=127.0.0.1,unix:${INSIDE_CHANNEL}/${CHANNEL_SOCKET}${
-      inputs.egress ? `,unix:${egressSocket}` : ""
-    }`,
-    `--allow-read=${INSIDE_CHANNEL},${join(INSIDE_RUN, RELAY_KEY_FILE)}`,
-    `--allow-write=${INSIDE_CHANNEL},${join(INSIDE_RUN, RELAY_KEY_FILE)}`,
-    "--allow-ffi", // prctl(PR_SET_DUMPABLE, 0), as the server does
-    ...inputs.source.runFlags,
-    inputs.source.module("sdk/providers/local/relay.ts"),
-    join(INSIDE_CHANNEL, CHANNEL_SOCKET),
-    join(INSIDE_RUN, RELAY_KEY_FILE),
-    ...(inputs.egress ? [egressSocket] : []),
-  ];
-  // The relay starts beside the server; `exec` makes the server the sandbox's main process, so
-  // the sandbox ends when the server does, and a relay that ends takes the server with it
-  // (without the relay the sandbox is unreachable).
-  // From a package on disk the relay needs nothing from the cache, and Deno starts ~150 ms
-  // slower on a read-only DENO_DIR (SQLite rebuilds the caches' WAL index in memory), so it
-  // gets a fresh one; loaded by URL, it is in the cache.
-  // The tokens are read from their files only after the relay has forked (so no other process
-  // holds them), the files are removed, and they reach the server alone through its environment;
-  // the server then marks itself non-dumpable (server/confine/hardening.ts).
+  // Where the relay finds its socket and key; it removes the variables before the server loads.
+  const channelVars: Record<string, string> = {
+    [CHANNEL_ENV.socket]: channelSocket,
+    [CHANNEL_ENV.key]: keyFile,
+    ...(inputs.egress ? { [CHANNEL_ENV.egress]: egressSocket } : {}),
+  };
+  // `exec` makes the server the sandbox's main process, so the sandbox ends when the server
+  // does; its relay ends it when the host's channel closes (without it the sandbox is
+  // unreachable).
+  // The tokens are read from their files (which are then removed), and they reach the server
+  // alone through its environment; the server then marks itself non-dumpable
+  // (server/confine/hardening.ts).
   const secretVars = { SVC_SERVER_TOKEN: "server_token", [inputs.access.env]: "access_token" };
   const secrets: Record<string, string> = {};
   const reads: string[] = [];
-  const assigns: string[] = [];
+  const assigns: string[] = Object.entries(channelVars).map(([k, v]) => `${k}=${shellQuote(v)}`);
   for (const [variable, file] of Object.entries(secretVars)) {
     secrets[file] = env[variable];
     delete env[variable];
@@ -363,11 +369,9 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     reads.push(`read -r ${variable} < ${path} && rm -f ${path}`);
     assigns.push(`${variable}="$${variable}"`);
   }
-  const script =
-    `{ ${pkg ? "DENO_DIR=/tmp/.sandbar-relay " : ""}${
-      relay.map(shellQuote).join(" ")
-    }; kill $$; } & ` +
-    `${reads.join(" && ")} && ${assigns.join(" ")} exec ${server.map(shellQuote).join(" ")}`;
+  const script = `${reads.join(" && ")} && ${assigns.join(" ")} exec ${
+    server.map(shellQuote).join(" ")
+  }`;
   const argv = [
     bwrap,
     "--unshare-all",

@@ -1,22 +1,31 @@
 /**
- * The relay: the one process of a local sandbox that bridges its private network namespace to
- * the host. It connects out to the supervisor's socket, which is mounted read-only inside (see
+ * The relay: the part of a local sandbox that bridges its private network namespace to the
+ * host. It runs inside the sandbox's server process, loaded before the server's own modules
+ * (`deno run --preload relay.ts … server/main.ts`), so a sandbox has one Deno process inside
+ * instead of two (a separate relay cost about 13 MiB and a Deno start per sandbox).
+ *
+ * It connects out to the supervisor's socket, which is mounted read-only inside (see
  * `channel.ts` for the protocol): it presents its key once on a control connection, then for
  * each `open <nonce> <port>` it connects to `127.0.0.1:<port>` inside and opens a data
  * connection for it (or answers `fail <nonce> <why>`), and copies bytes both ways.
  *
+ * Where the socket and the key are comes from the environment the launch plan sets, and the
+ * variables are removed before the server loads ({@linkcode CHANNEL_ENV}):
+ *
  * ```sh
- * deno run --allow-net=127.0.0.1 --allow-read=… --allow-write=… \
- *   relay.ts /run/sandbar-channel/relay.sock /run/sandbar/relay_key
+ * SANDBAR_CHANNEL=/run/sandbar-channel/relay.sock SANDBAR_CHANNEL_KEY=/run/sandbar/relay_key \
+ *   deno run --preload …/relay.ts … server/main.ts --no-narrow …
  * ```
  *
- * With a third argument, the egress proxy's socket (also in the read-only channel directory), it
- * is the egress bridge too: a TCP listener on 127.0.0.1:3128 inside the sandbox's network
- * namespace, the address of its proxy variables, whose every connection it forwards to that
- * socket. It is the only way out; the namespace has no route.
+ * With `SANDBAR_CHANNEL_EGRESS`, the egress proxy's socket (also in the read-only channel
+ * directory), it is the egress bridge too: a TCP listener on 127.0.0.1:3128 inside the sandbox's
+ * network namespace, the address of its proxy variables, whose every connection it forwards to
+ * that socket. It is the only way out; the namespace has no route.
  *
- * It marks itself non-dumpable, reads and removes its key file first, prints `{"event":"relay_ready"}` on stdout once the
- * control connection is in, and exits when that connection ends (the host went away).
+ * Before anything of the server loads, it marks the process non-dumpable (every request from the
+ * host passes through here with its credentials), reads and removes its key file, and connects.
+ * When the control connection ends (the host went away), it ends the server with SIGTERM: without
+ * the channel the sandbox is unreachable. Imported without those variables it does nothing.
  *
  * @module
  */
@@ -24,31 +33,35 @@
 import { hideFromSameUser } from "../../../server/confine/hardening.ts";
 import { writeAll } from "./splice.ts";
 import { onHostLine } from "./relay_open.ts";
-import { EGRESS_BRIDGE_PORT } from "./channel.ts";
+import { CHANNEL_ENV, EGRESS_BRIDGE_PORT } from "./channel.ts";
 import { bridge } from "../../../server/egress/bridge.ts";
 
 const encoder = new TextEncoder();
 
-async function main(socket: string, keyFile: string, egressSocket?: string): Promise<void> {
-  // Every request from the host passes through here with its credentials: like the server, the
-  // relay is closed to same-user processes (no ptrace, no /proc/<pid>/mem or environ).
-  hideFromSameUser();
-  const key = (await Deno.readTextFile(keyFile)).trim();
-  await Deno.remove(keyFile);
+/**
+ * Connect to the host and present the key. The control connection and the egress bridge's
+ * listener are unreferenced: Deno runs a preload's event loop to its end before the main module,
+ * so nothing the relay waits on may hold it (the server keeps the process alive).
+ */
+async function connect(socket: string, key: string, egressSocket?: string): Promise<Deno.UnixConn> {
   const control = await Deno.connect({ transport: "unix", path: socket });
+  await writeAll(control, encoder.encode(`control ${key}\n`));
+  control.unref();
+  if (egressSocket) {
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: EGRESS_BRIDGE_PORT });
+    listener.unref();
+    bridge(listener, egressSocket).catch(() => {});
+  }
+  return control;
+}
+
+/** Serve the host's `open` lines until the control connection ends. */
+async function serve(control: Deno.UnixConn, socket: string): Promise<void> {
   let writes = Promise.resolve();
   const say = (line: string) => {
     writes = writes.then(() => writeAll(control, encoder.encode(`${line}\n`))).catch(() => {});
   };
-  if (egressSocket) {
-    bridge(Deno.listen({ hostname: "127.0.0.1", port: EGRESS_BRIDGE_PORT }), egressSocket)
-      .catch(() => {});
-  }
-  await writeAll(control, encoder.encode(`control ${key}\n`));
-  console.log(JSON.stringify({ event: "relay_ready" }));
-  for await (const line of lines(control)) {
-    onHostLine(line, socket, say);
-  }
+  for await (const line of lines(control)) onHostLine(line, socket, say);
 }
 
 /** The lines of `conn` until it ends (or a line longer than any the host sends). */
@@ -69,12 +82,18 @@ async function* lines(conn: Deno.UnixConn): AsyncGenerator<string> {
   }
 }
 
-if (import.meta.main) {
-  const [socket, keyFile, egressSocket] = Deno.args;
-  if (!socket || !keyFile) {
-    console.error("usage: relay.ts SOCKET_PATH KEY_FILE");
-    Deno.exit(2);
-  }
-  await main(socket, keyFile, egressSocket);
-  Deno.exit(0);
+const socket = Deno.env.get(CHANNEL_ENV.socket);
+if (socket) {
+  const keyFile = Deno.env.get(CHANNEL_ENV.key) ?? "";
+  const egress = Deno.env.get(CHANNEL_ENV.egress);
+  for (const name of Object.values(CHANNEL_ENV)) Deno.env.delete(name);
+  // Like the server (which does it again), closed to same-user processes from the start: no
+  // ptrace, no /proc/<pid>/mem, environ or descriptors.
+  hideFromSameUser();
+  // Synchronously, before the server loads: the key is spent before anything else runs.
+  const key = Deno.readTextFileSync(keyFile).trim();
+  Deno.removeSync(keyFile);
+  // The channel is in before the server loads; when it ends, so does the server.
+  const control = await connect(socket, key, egress);
+  serve(control, socket).catch(() => {}).finally(() => Deno.kill(Deno.pid, "SIGTERM"));
 }
