@@ -39,6 +39,7 @@ import {
 import { EGRESS_CA_DIR } from "./channel.ts";
 import { denoDir, findBwrap, INSIDE_DENO, launchPlan } from "./launch.ts";
 import { cacheSandboxModules, packageSource } from "./package_source.ts";
+import { warmModuleCache } from "./module_cache.ts";
 import { isAlive, killTree, procReadable } from "./procfs.ts";
 import {
   type Isolation,
@@ -325,6 +326,7 @@ export class LocalProvider implements SandboxProvider {
     await Deno.mkdir(join(dir.run, "state"), { mode: 0o700 });
     const source = packageSource();
     await cacheSandboxModules(source, denoDir());
+    await warmModuleCache(source, denoDir(), this.home);
     // Each secret's variable holds a placeholder inside; the value stays in the supervisor.
     const network = withPlaceholders(request.network);
     const envs = { ...request.envs };

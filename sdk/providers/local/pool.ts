@@ -117,8 +117,11 @@ function canonical(value: unknown): string {
 
 let packageHash: Promise<string> | undefined;
 
-/** What tells one package from another: version, origin, and for a checkout its files. */
-function packageFingerprint(): Promise<string> {
+/**
+ * What tells one package from another: version, origin, and for a checkout its files (also the
+ * key of the host's module cache warm-up, `module_cache.ts`).
+ */
+export function packageFingerprint(): Promise<string> {
   return packageHash ??= (async () => {
     const source = packageSource();
     const parts = [Deno.version.deno, source.module("server/main.ts")];
