@@ -41,6 +41,7 @@ import {
   type TestEngine,
 } from "../../tests/sdk/docker_engine.ts";
 import { PoolDir } from "../../sdk/providers/local/pool.ts";
+import { idleMemory } from "./sandbox_memory.ts";
 
 const MAIN = fileURLToPath(new URL("../../server/main.ts", import.meta.url));
 const WARMUP = 2;
@@ -296,34 +297,6 @@ async function warmClaims(runs: number): Promise<void> {
   console.log(`    of which the claim (create())  p50 ${ms(claim, 0.5)}, p99 ${ms(claim, 0.99)}`);
   const met = percentile(total, 0.5) < 50 && percentile(total, 0.99) < 150;
   console.log(`  goal p50 < 50 ms, p99 < 150 ms: ${met ? "met" : "NOT met"}`);
-}
-
-function memAvailableKiB(): number {
-  const text = Deno.readTextFileSync("/proc/meminfo");
-  return Number(/MemAvailable:\s+(\d+)/.exec(text)![1]);
-}
-
-/** The drop in MemAvailable over 20 idle sandboxes, per sandbox. */
-async function idleMemory(): Promise<void> {
-  const n = 20;
-  await new Promise((r) => setTimeout(r, 1000));
-  const before = memAvailableKiB();
-  const sandboxes: Sandbox[] = [];
-  try {
-    for (let i = 0; i < n; i += 4) {
-      sandboxes.push(
-        ...await Promise.all([0, 1, 2, 3].map(() => Sandbox.create({ timeout: 300 }))),
-      );
-    }
-    for (const s of sandboxes) await s.commands.run("true"); // each has served a command
-    await new Promise((r) => setTimeout(r, 3000)); // settle
-    const after = memAvailableKiB();
-    const per = (before - after) / 1024 / n;
-    console.log(`memory per idle sandbox (MemAvailable drop over ${n})  ${per.toFixed(1)} MiB`);
-    console.log(`  goal < 40 MiB: ${per < 40 ? "met" : "NOT met"} (other programs move it too)`);
-  } finally {
-    await Promise.all(sandboxes.map((s) => s.kill()));
-  }
 }
 
 /** 20 creates at once (each to its first command's result) against one alone, same run. */

@@ -1,0 +1,140 @@
+/**
+ * What an idle local sandbox costs in memory (the `memory` section of `sandbox.ts`, issue 28):
+ * the drop in `MemAvailable` over 20 idle sandboxes (each has served one command), per sandbox,
+ * and where it goes, read from each process's `/proc/<pid>/smaps_rollup`: anonymous memory and
+ * PSS per kind of process (the supervisor on the host; the server inside, which runs the relay
+ * too; `bwrap` and anything else). Beside it, in the same round, the floor: an idle `deno run`
+ * of a one-line script, which no Deno process of a sandbox can go under. Several rounds; the
+ * medians are printed (the machine is shared and other programs move `MemAvailable` too).
+ *
+ * `deno run -A scripts/bench/sandbox.ts --only memory [--runs 3]` (rounds: at most 5)
+ *
+ * @module
+ */
+
+import { Sandbox } from "../../sdk/mod.ts";
+import { descendants, procCmdline } from "../../sdk/providers/local/procfs.ts";
+import { readState, sandbarHome, SandboxDir } from "../../sdk/providers/local/state.ts";
+
+const SANDBOXES = 20;
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)];
+}
+
+function memAvailableKiB(): number {
+  const text = Deno.readTextFileSync("/proc/meminfo");
+  return Number(/MemAvailable:\s+(\d+)/.exec(text)![1]);
+}
+
+/** Anonymous memory and PSS of `pid` in MiB, or null when it is gone. */
+function rollup(pid: number): { anon: number; pss: number } | null {
+  try {
+    const text = Deno.readTextFileSync(`/proc/${pid}/smaps_rollup`);
+    const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+)`, "m").exec(text)![1]);
+    return { anon: kib("Anonymous") / 1024, pss: kib("Pss") / 1024 };
+  } catch {
+    return null;
+  }
+}
+
+/** The kind of a sandbox's process, by its command line. */
+function kind(cmdline: string): string {
+  const argv = cmdline.split("\0");
+  if (!argv[0].endsWith("deno")) return "other (bwrap, sh)";
+  if (argv.some((a) => a.endsWith("supervisor.ts"))) return "supervisor";
+  if (argv.some((a) => a.endsWith("server/main.ts"))) return "server (with the relay)";
+  if (argv.some((a) => a.endsWith("relay.ts"))) return "relay (own process)";
+  return "other deno";
+}
+
+/** Per kind: [anon, pss] summed over one sandbox's processes of that kind. */
+async function breakdown(id: string): Promise<Map<string, [number, number]>> {
+  const state = await readState(new SandboxDir(sandbarHome(), id));
+  const out = new Map<string, [number, number]>();
+  const root = state?.supervisor?.pid;
+  if (root === undefined) return out;
+  for (const pid of [root, ...descendants(root)]) {
+    const cmdline = procCmdline(pid);
+    const mem = rollup(pid);
+    if (cmdline === null || mem === null) continue;
+    const k = kind(cmdline);
+    const [a, p] = out.get(k) ?? [0, 0];
+    out.set(k, [a + mem.anon, p + mem.pss]);
+  }
+  return out;
+}
+
+/** Anonymous memory of an idle `deno run` (a timer and nothing else), in MiB. */
+async function denoFloor(): Promise<number> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--no-config", "--no-lock", "--no-prompt", "-"],
+    stdin: "piped",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(new TextEncoder().encode("setInterval(() => {}, 60_000);\n"));
+  await writer.close();
+  await new Promise((r) => setTimeout(r, 1500));
+  const anon = rollup(child.pid)?.anon ?? NaN;
+  child.kill("SIGKILL");
+  await child.status;
+  return anon;
+}
+
+/** One round: the drop over 20 sandboxes, the breakdown per kind, the floor. */
+async function round(): Promise<{ drop: number; kinds: Map<string, number[]>; floor: number }> {
+  const floor = await denoFloor();
+  await new Promise((r) => setTimeout(r, 1000));
+  const before = memAvailableKiB();
+  const sandboxes: Sandbox[] = [];
+  const kinds = new Map<string, number[]>();
+  try {
+    for (let i = 0; i < SANDBOXES; i += 4) {
+      sandboxes.push(
+        ...await Promise.all([0, 1, 2, 3].map(() => Sandbox.create({ timeout: 300 }))),
+      );
+    }
+    for (const s of sandboxes) await s.commands.run("true"); // each has served a command
+    await new Promise((r) => setTimeout(r, 3000)); // settle
+    const drop = (before - memAvailableKiB()) / 1024 / SANDBOXES;
+    for (const s of sandboxes) {
+      for (const [k, [anon, pss]] of await breakdown(s.id)) {
+        kinds.set(`${k} anon`, [...kinds.get(`${k} anon`) ?? [], anon]);
+        kinds.set(`${k} pss`, [...kinds.get(`${k} pss`) ?? [], pss]);
+      }
+    }
+    return { drop, kinds, floor };
+  } finally {
+    await Promise.all(sandboxes.map((s) => s.kill()));
+  }
+}
+
+/** The `memory` section: `runs` rounds (1 to 5), medians printed. */
+export async function idleMemory(runs: number): Promise<void> {
+  const rounds = Math.max(1, Math.min(5, runs));
+  const drops: number[] = [];
+  const floors: number[] = [];
+  const kinds = new Map<string, number[]>();
+  for (let i = 0; i < rounds; i++) {
+    const r = await round();
+    drops.push(r.drop);
+    floors.push(r.floor);
+    for (const [k, values] of r.kinds) kinds.set(k, [...kinds.get(k) ?? [], median(values)]);
+    await new Promise((r) => setTimeout(r, 2000)); // the kills' memory back before the next
+  }
+  const mib = (v: number) => `${v.toFixed(1)} MiB`;
+  const per = median(drops);
+  console.log(
+    `memory per idle sandbox (MemAvailable drop over ${SANDBOXES}), median of ${rounds}  ` +
+      `${mib(per)} (rounds: ${drops.map((d) => d.toFixed(1)).join(", ")})`,
+  );
+  console.log(`  goal < 40 MiB: ${per < 40 ? "met" : "NOT met"} (other programs move it too)`);
+  console.log("  per sandbox, by process (smaps_rollup; median over sandboxes, then rounds):");
+  for (const [k, values] of [...kinds].sort()) {
+    console.log(`    ${k.padEnd(34)} ${mib(median(values))}`);
+  }
+  console.log(`  floor: an idle deno run, anonymous                  ${mib(median(floors))}`);
+}
