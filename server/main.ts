@@ -34,7 +34,8 @@ import {
 import { resolve } from "node:path";
 import { narrowedServerArgv } from "./launch.ts";
 import { compilePolicy } from "./policy/compile.ts";
-import { loadPolicyFile, PolicyLoadError } from "./policy/load.ts";
+import { loadPolicyFile } from "./policy/read.ts";
+import { PolicyLoadError } from "./policy/problems.ts";
 import { watchParent } from "./parent_watch.ts";
 import { portHolder, portInUseMessage } from "./port_holder.ts";
 import { generateToken, MIN_TOKEN_LENGTH, tokenTooShort } from "./token.ts";

@@ -49,7 +49,8 @@ export {
   type CommandInfo,
   CommandRegistry,
 } from "./named_commands/registry.ts";
-export { loadPolicyFile, parsePolicy, PolicyLoadError } from "./policy/load.ts";
+export { parsePolicy, PolicyLoadError } from "./policy/load.ts";
+export { loadPolicyFile } from "./policy/read.ts";
 export type {
   PolicyEndpointSetting,
   PolicyFile,

@@ -20,7 +20,7 @@ import { EGRESS_SERVICE, IdentityProxies } from "./egress/identity_proxies.ts";
 import { SOCKET_EGRESS_SERVICE, SocketProxies } from "./egress/socket_proxies.ts";
 import { confinements, procAccess } from "./confine/confinement.ts";
 import { compilePolicy } from "./policy/compile.ts";
-import { loadPolicyFile } from "./policy/load.ts";
+import { loadPolicyFile } from "./policy/read.ts";
 import type { PolicyFile } from "./policy/schema.ts";
 import type { EndpointId } from "./endpoints.ts";
 import { closeTrees, treeMode } from "./process/trees.ts";

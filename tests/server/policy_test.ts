@@ -5,6 +5,7 @@ import { fileURLToPath } from "node:url";
 import { ENDPOINTS } from "../../server/endpoints.ts";
 import { compilePolicy } from "../../server/policy/compile.ts";
 import { parsePolicy, PolicyLoadError } from "../../server/policy/load.ts";
+import { loadPolicyFile } from "../../server/policy/read.ts";
 import { startTestServer } from "../helpers/server.ts";
 
 const MAIN = fileURLToPath(new URL("../../server/main.ts", import.meta.url));
@@ -57,6 +58,44 @@ Deno.test("parsePolicy accepts comments and trailing commas", () => {
   );
   assert.equal(p.identities?.[0].id, "a");
   assert.throws(() => parsePolicy("[]", "x.jsonc"), PolicyLoadError);
+});
+
+Deno.test("a plain JSON policy file reads as its JSONC parse does, duplicates refused alike", async () => {
+  const dir = await Deno.makeTempDir();
+  const load = async (text: string) => {
+    await Deno.writeTextFile(`${dir}/p.json`, text);
+    return await loadPolicyFile(`${dir}/p.json`);
+  };
+  try {
+    // Brackets, commas and quotes inside strings are not structure.
+    const text = JSON.stringify({
+      preset: "standard",
+      identities: [{ id: "a,{[", token: 'tok"en}],0123456789', scopes: ["*"] }],
+      paths: { allow: ["/w/{x},y"] },
+      endpoints: { shell: false },
+    });
+    assert.deepEqual(await load(text), parsePolicy(text, "p.json"));
+    for (
+      const [dup, where] of [
+        ['{"audit":"off","\\u0061udit":"all"}', /p\.json:1:16: duplicate key "audit"/],
+        ['{"identities":[{"id":"a","id":"b","token":"0123456789abcdef"}]}', /duplicate key "id"/],
+        ['{"paths":{"allow":[],"deny":[]},"paths":{}}', /:1:33: duplicate key "paths"/],
+      ] as const
+    ) {
+      await assert.rejects(
+        load(dup),
+        (e: Error) => e instanceof PolicyLoadError && where.test(e.message),
+      );
+    }
+    // The same key in two objects is no duplicate.
+    const two =
+      '{"identities":[{"id":"a","token":"0123456789abcdef","scopes":["*"]},{"id":"b","token":"0123456789abcdeg","scopes":["*"]}]}';
+    assert.deepEqual((await load(two)).identities?.map((i) => i.id), ["a", "b"]);
+    // A value the schema refuses gets its position from the JSONC path.
+    await assert.rejects(load('{"audit":"sometimes"}'), /p\.json:1:10: audit: /);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
 
 function compile(file: Parameters<typeof compilePolicy>[0], env: Record<string, string> = {}) {

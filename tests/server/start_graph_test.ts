@@ -52,6 +52,8 @@ const LATE = [
   /^npm:.*(puppeteer|modelcontextprotocol|croner|eventsource-parser|fake-timers|express)/,
   // Node's crypto, DNS and V8 layers cost the start tens of ms of CPU: loaded where first used.
   /^node:(crypto|dns|v8|vm)/,
+  // CommonJS (jsonc-parser) brings Node's module loader: only for a policy that is not plain JSON.
+  /^npm:.*jsonc-parser/,
 ];
 
 Deno.test("the server's start graph has no browser, agents, code, MCP, test library or Node crypto", async () => {
