@@ -207,15 +207,12 @@ export class ApplyPatchTool implements ToolProvider {
   /** Apply one patch. */
   async run(call: ToolCall, context: ToolContext): Promise<string> {
     const rec = context.recorder;
-    const callIndex = rec.nextOutputIndex();
-    const callItem = rec.addItem({
-      id: newId("item"),
+    context.item.open({
       type: "function_call",
       call_id: call.callId,
       name: call.name,
       arguments: call.arguments,
-      status: "in_progress",
-    }, callIndex);
+    });
     let output: string;
     let ok = false;
     try {
@@ -241,7 +238,7 @@ export class ApplyPatchTool implements ToolProvider {
         output = toolError("sandbox_error", (e as Error).message);
       }
     }
-    rec.itemDone({ ...callItem, status: ok ? "completed" : "failed" }, callIndex);
+    context.item.done({ status: ok ? "completed" : "failed" });
     rec.addItem({
       id: newId("item"),
       type: "function_call_output",

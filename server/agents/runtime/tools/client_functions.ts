@@ -60,17 +60,15 @@ export class ClientFunctionTools implements ToolProvider {
       arguments: call.arguments,
       resolve: answered.resolve,
     });
-    const outputIndex = rec.nextOutputIndex();
     try {
-      const item = rec.addItem({
-        id: newId("item"),
+      // Completed as it is added: the call is now the client's to answer.
+      context.item.open({
         type: "function_call",
         call_id: call.callId,
         name: call.name,
         arguments: call.arguments,
-        status: "completed",
-      }, outputIndex);
-      rec.itemDone(item, outputIndex);
+      }, "completed");
+      context.item.done();
       rec.turnChange({ status: "waiting" });
       rec.session.sessionStatus(
         "requires_action",

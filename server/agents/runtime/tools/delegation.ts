@@ -177,15 +177,10 @@ export class DelegationTools implements ToolProvider {
 
   /** Run one; the item records it. */
   async run(call: ToolCall, context: ToolContext): Promise<string> {
-    const rec = context.recorder;
-    const index = rec.nextOutputIndex();
-    let item: Record<string, unknown> | undefined;
-    const record = (fields: Record<string, unknown>) => {
-      item = rec.addItem({ id: newId("item"), ...fields, status: "in_progress" }, index);
-      return item;
-    };
+    // The item is added only once the arguments are valid: a bad call has none.
+    const record = (fields: Record<string, unknown>) => context.item.open(fields);
     const finish = (status: string) => {
-      if (item) rec.itemDone({ ...item, status }, index);
+      if (context.item.current !== null) context.item.done({ status });
     };
     try {
       const output = await this.#run(call, context, record);

@@ -15,7 +15,6 @@
 
 import { mcpToolName } from "../../mcp/tool_names.ts";
 import type { McpServerFailure, McpToolSet } from "../../mcp/types.ts";
-import { newId } from "../../ids.ts";
 import type { FunctionToolDefinition } from "../model/model.ts";
 import { type ToolCall, type ToolContext, toolError, type ToolProvider } from "./tool.ts";
 
@@ -92,40 +91,36 @@ export class McpTools implements ToolProvider {
 
   /** Call the tool; an `mcp_call` item records it. */
   async run(call: ToolCall, context: ToolContext): Promise<string> {
-    const rec = context.recorder;
     const tool = this.#set.lookup(call.name);
     const failure = tool ? undefined : this.#failureOf(call.name);
-    const outputIndex = rec.nextOutputIndex();
-    const item = rec.addItem({
-      id: newId("item"),
+    const item = context.item.open({
       type: "mcp_call",
       server_label: tool?.serverLabel ?? failure?.serverLabel ?? "",
       name: tool?.toolName ?? call.name,
       arguments: recordedArguments(call.arguments),
       output: null,
       error: null,
-      status: "in_progress",
-    }, outputIndex);
+    });
     context.attributes["mcp.server_label"] = item.server_label as string;
     if (!tool) {
       const error = failure
         ? toolError(failure.error.code, failure.error.message)
         : toolError("unknown_tool", `there is no tool named '${call.name}'`);
-      rec.itemDone({ ...item, error, status: "failed" }, outputIndex);
+      context.item.done({ error, status: "failed" });
       return error;
     }
     let result;
     try {
       result = await this.#set.call(call.name, call.arguments, context.signal);
     } catch (e) {
-      rec.itemDone({ ...item, error: (e as Error).message, status: "incomplete" }, outputIndex);
+      context.item.done({ error: (e as Error).message, status: "incomplete" });
       throw e;
     }
     if (result.isError) {
-      rec.itemDone({ ...item, error: result.output, status: "failed" }, outputIndex);
+      context.item.done({ error: result.output, status: "failed" });
       return toolError("mcp_tool_error", result.output);
     }
-    rec.itemDone({ ...item, output: result.output, status: "completed" }, outputIndex);
+    context.item.done({ output: result.output, status: "completed" });
     return result.output;
   }
 }

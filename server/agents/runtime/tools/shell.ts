@@ -20,7 +20,6 @@ import { guardCwd, guardedEnvironment, spawnShell } from "../../../process/start
 import { TailBuffer } from "../../../../shared/tail_buffer.ts";
 import { shell as shellPath } from "../../../process/process_group.ts";
 import { loginShellPrelude, withVenv } from "../../environments/python_venv.ts";
-import { newId } from "../../ids.ts";
 import type { FunctionToolDefinition } from "../model/model.ts";
 import { hostPath } from "../../environments/workspace.ts";
 import {
@@ -136,20 +135,17 @@ export class ShellTool implements ToolProvider {
     } catch (e) {
       argError = (e as Error).message;
     }
-    const outputIndex = rec.nextOutputIndex();
-    const item: Record<string, unknown> = {
-      id: newId("item"),
+    const outputIndex = context.item.index;
+    const added = context.item.open({
       type: "command_execution",
       command: args ? displayed(args.command) : call.arguments,
       cwd: null,
       duration_ms: null,
       exit_code: null,
       output: null,
-      status: "in_progress",
-    };
-    const added = rec.addItem(item, outputIndex);
+    });
     const fail = (code: string, message: string) => {
-      rec.itemDone({ ...added, status: "failed", output: toolError(code, message) }, outputIndex);
+      context.item.done({ status: "failed", output: toolError(code, message) });
       return toolError(code, message);
     };
     if (!args) return fail("invalid_arguments", argError!);
@@ -214,14 +210,13 @@ export class ShellTool implements ToolProvider {
     context.attributes["process.command_line"] = added.command as string;
     context.attributes["process.exit.code"] = exit.exitCode;
     const duration = Math.round(performance.now() - started);
-    rec.itemDone({
-      ...added,
+    context.item.done({
       cwd,
       duration_ms: duration,
       exit_code: exit.exitCode,
       output,
       status: context.signal.aborted ? "incomplete" : "completed",
-    }, outputIndex);
+    });
     const shown = output.length > SHELL_OUTPUT_BYTES.model
       ? `[${output.length - SHELL_OUTPUT_BYTES.model} earlier characters left out]\n` +
         output.slice(-SHELL_OUTPUT_BYTES.model)

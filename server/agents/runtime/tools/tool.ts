@@ -53,8 +53,27 @@ export interface ToolContext {
   authorize(): void;
   /** Audit a refusal of this call (by {@linkcode ToolContext.authorize} or a guard). */
   refused(error: ApiError): void;
+  /** The item that records this call, kept by the dispatcher (`registry.ts`). */
+  item: CallItem;
   /** Attributes of the call's trace span, filled in by the tool (command, exit code). */
   attributes: Record<string, string | number | boolean>;
+}
+
+/**
+ * The one item that records a tool call (`command_execution`, `function_call`, `mcp_call`, a
+ * subagent call), at the output index the dispatcher reserved for the call. The tool says when
+ * it is added and what it holds; the dispatcher adds and finishes it, and finishes one a tool
+ * left open (an exception) as `failed`, or `incomplete` when the turn was cancelled.
+ */
+export interface CallItem {
+  /** The call's output index. */
+  readonly index: number;
+  /** The item as added, or null before {@linkcode CallItem.open}. */
+  readonly current: Record<string, unknown> | null;
+  /** Add the item: a new id, then `fields`, then `status` (`in_progress` unless given); once. */
+  open(fields: Record<string, unknown>, status?: string): Record<string, unknown>;
+  /** Finish the item with `fields` on top of it (its final `status` among them); once. */
+  done(fields?: Record<string, unknown>): void;
 }
 
 /** One call the model made. */
