@@ -37,6 +37,7 @@ import { compilePolicy } from "./policy/compile.ts";
 import { loadPolicyFile } from "./policy/read.ts";
 import { PolicyLoadError } from "./policy/problems.ts";
 import { watchParent } from "./parent_watch.ts";
+import { workDescriptors } from "./process/work_cgroup.ts";
 import { portHolder, portInUseMessage } from "./port_holder.ts";
 import { generateToken, MIN_TOKEN_LENGTH, tokenTooShort } from "./token.ts";
 import { SERVER_VERSION } from "./version.ts";
@@ -225,6 +226,7 @@ async function serve(args: Args): Promise<number> {
   ]);
   hideFromSameUser();
   await checkRoot(args.root);
+  workDescriptors(); // before any child: the variable reaches none
   closeInheritedOnExec();
   // The audit log and the policy file (identities' tokens) are no business of any process.
   for (const secret of [args["audit-log"], args.policy]) if (secret) protectPath(resolve(secret));

@@ -283,6 +283,7 @@ export class Confinements implements Service {
         kind === "process" ? noexecTrees(plan) : [],
         kind === "system" ? null : this.#connectOnly(identity),
       );
+      s.besideServer = kind === "system";
       this.#spawners.set(key, s);
     }
     return s;

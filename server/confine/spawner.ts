@@ -15,7 +15,8 @@
  * @module
  */
 
-import { moveThread, spawnCgroup } from "../process/trees.ts";
+import { moveThread, spawnCgroup, spawnIntoWork } from "../process/trees.ts";
+import { threadIntoWork } from "../process/work_cgroup.ts";
 import type { PathRule } from "./landlock.ts";
 
 const IDLE = 0;
@@ -25,6 +26,8 @@ const QUIT = 2;
 const READY_SLOT = 14;
 /** int32 15: the worker thread's id (set before the ready slot). */
 const TID_SLOT = 15;
+/** `posix_spawn`'s answer when the kernel refused the fork (a process limit reached). */
+const EAGAIN = 11;
 /** How long a spawn may wait for a worker still starting. */
 const START_TIMEOUT_MS = 30_000;
 
@@ -82,6 +85,12 @@ export class Spawner {
 
   /** Why the writable trees are not `noexec` for this thread's children, or null. */
   noexecFailure: string | null = null;
+
+  /**
+   * Whether this thread's children are the server's own helpers (the `system` kind), kept beside
+   * the server rather than in a local sandbox's `work` cgroup with the programs it runs.
+   */
+  besideServer = false;
 
   /**
    * Start the worker and have it restrict itself to `rules`, with TCP `connect` to
@@ -153,9 +162,17 @@ export class Spawner {
     if (tree !== null && !moveThread(tid, tree)) {
       throw new Error(`could not move the spawner thread into the process tree ${tree}`);
     }
+    // A tree's child is born in the sandbox's `work` cgroup too, where threads can be moved
+    // (cgroup v1). When `work` has no process slot left (a fork bomb in it), the spawn is made
+    // again beside the server, and the tree moves the child in after (see `work_cgroup.ts`).
+    const work = !this.besideServer && spawnIntoWork() && threadIntoWork(tid);
     try {
+      const rc = this.#call(pid, path, actions, attr, argv, envp);
+      if (!work || rc !== EAGAIN) return rc;
+      threadIntoWork(tid, false);
       return this.#call(pid, path, actions, attr, argv, envp);
     } finally {
+      if (work) threadIntoWork(tid, false);
       if (tree !== null) moveThread(tid, null);
     }
   }

@@ -132,8 +132,10 @@ export class ManagedProcess {
       spawner: request.spawner,
     };
     try {
-      this.#child = this.tree.spawn(() =>
-        nativeSpawnSupported() ? new NativeChild(spec, onChunk) : new CommandChild(spec, onChunk)
+      this.#child = this.tree.spawn(
+        () =>
+          nativeSpawnSupported() ? new NativeChild(spec, onChunk) : new CommandChild(spec, onChunk),
+        !request.spawner?.besideServer,
       );
     } catch (e) {
       this.tree.end();

@@ -46,6 +46,7 @@
 import { libcAvailable } from "../libc/index.ts";
 import { type CgroupVersion, TreeCgroups } from "./tree_cgroups.ts";
 import { endSession } from "./tree_sessions.ts";
+import { intoWork } from "./work_cgroup.ts";
 
 /** How trees are ended on this server. */
 export type TreeMode = "cgroup2" | "cgroup1" | "session";
@@ -147,6 +148,18 @@ export function processTreeWarnings(): string[] {
   ];
 }
 
+/** Whether a tree's spawn is under way (see `ProcessTree.spawn`). */
+let spawningWork = false;
+
+/**
+ * Whether the process the spawner thread is about to make is one of a tree's: it belongs in a
+ * local sandbox's `work` cgroup, away from the server's reserve (`work_cgroup.ts`), unlike the
+ * server's own helpers.
+ */
+export function spawnIntoWork(): boolean {
+  return spawningWork;
+}
+
 /** The v1 spawn under way: the cgroup its spawner thread goes into, and whose it is. */
 let spawning: { cgroups: TreeCgroups; dir: string } | null = null;
 
@@ -187,6 +200,8 @@ export class ProcessTree {
   readonly #cgroups: TreeCgroups | null;
   #leader = 0;
   #ended = false;
+  /** Whether its processes go into a local sandbox's `work` cgroup (not the server's helpers). */
+  #work = true;
 
   /**
    * A new, empty tree, in the way this server took, or in the hierarchy of `cgroups` (one of
@@ -199,35 +214,45 @@ export class ProcessTree {
 
   /**
    * Run `start` (a synchronous spawn) so that the process it makes is born in this tree; then
-   * make its pid the tree's leader.
+   * make its pid the tree's leader. In a local sandbox it goes into the `work` cgroup
+   * (`work_cgroup.ts`) too, unless `work` is false (the server's own helpers, which stay beside
+   * it), or the tree is a v2 cgroup (a v2 process is in one cgroup only: the tree's).
    */
-  spawn<T extends { pid: number }>(start: () => T): T {
+  spawn<T extends { pid: number }>(start: () => T, work = true): T {
     const cgroups = this.#cgroups;
     if (cgroups?.version === 2 && this.cgroup !== null) {
+      this.#work = false;
       const made = cgroups.bornIn(this.cgroup, start);
       this.#leader = made.pid;
       return made;
     }
+    this.#work = work;
     spawning = cgroups !== null && this.cgroup !== null ? { cgroups, dir: this.cgroup } : null;
+    spawningWork = work;
     bornInside = false;
     let made: T;
     try {
       made = start();
     } finally {
       spawning = null;
+      spawningWork = false;
     }
     // Born inside on a spawner thread; else (no confinement) moved now, a moment after its start.
-    if (bornInside) this.#leader = made.pid;
-    else this.adopt(made.pid);
+    if (bornInside) {
+      this.#leader = made.pid;
+      if (work) intoWork(made.pid); // born in `work` too where it could be; else moved now
+    } else this.adopt(made.pid);
     return made;
   }
 
   /**
    * Put `pid` (a process that has run none of a caller's code yet, such as a kernel that just
-   * started) into the tree, and make it the tree's leader.
+   * started) into the tree, and make it the tree's leader; in a local sandbox into its `work`
+   * cgroup too (but not beside a v2 tree's, which holds it).
    */
   adopt(pid: number): void {
     this.#leader = pid;
+    if (this.#work && this.#cgroups?.version !== 2) intoWork(pid);
     if (this.cgroup) this.#cgroups!.adopt(this.cgroup, pid);
   }
 

@@ -63,34 +63,60 @@ Deno.test({
   },
 });
 
+/** A file of the sandbox's `work` cgroup (its own programs' share), as a number. */
+function workFile(state: State, controller: "pids" | "memory", file: string): number {
+  const { version, dirs } = state.cgroup;
+  const dir = version === 2 ? `${dirs.unified}/work` : `${dirs[controller]}/work`;
+  return Number(Deno.readTextFileSync(`${dir}/${file}`).trim());
+}
+
 Deno.test({
-  name: "processes: a fork bomb stops at the limit while another sandbox answers",
+  name: "a fork bomb and a memory hog stop at the limits; the same sandbox's server still answers",
   ignore,
   fn: async () => {
-    await using bomb = await Sandbox.create({ cpu: 1 });
-    // (Inside, nothing new can start while the bomb holds every slot: its own affair.)
+    await using sandbox = await Sandbox.create({ cpu: 1, memory: 512 });
     await using neighbour = await Sandbox.create({ cpu: 1 });
-    await bomb.commands.start("bomb() { bomb | bomb & }; bomb; sleep 300", { timeout: 0 });
-    const limit = (await bomb.getMetrics()).processLimit!;
-    assert.equal(limit, 1024);
+    await sandbox.files.write("notes.txt", "read during the storm");
+    const limit = (await sandbox.getMetrics()).processLimit!;
+    assert.equal(limit, 1024, "the sandbox's limit is the one in force and reported");
+    const state = stateOf(sandbox);
+    const workPids = workFile(state, "pids", "pids.max");
+    assert.ok(workPids < limit, `the programs' share ${workPids} leaves the server a reserve`);
+    // A hog that allocates until the kernel kills it, again and again; and a fork bomb.
+    await sandbox.commands.start(
+      `while :; do python3 -c 'b = []\nwhile True: b.append(bytearray(16 << 20))'; done`,
+      { timeout: 0 },
+    );
+    assert.ok(
+      await holdsWithin(async () => ((await sandbox.getMetrics()).oomKills ?? 0) >= 1, 30),
+      "the hog was never killed",
+    );
+    await sandbox.commands.start("bomb() { bomb | bomb & }; bomb; sleep 300", { timeout: 0 });
     let peak = 0;
     assert.ok(
       await holdsWithin(async () => {
-        peak = Math.max(peak, (await bomb.getMetrics()).processes ?? 0);
-        return peak >= limit - 10;
+        peak = Math.max(peak, (await sandbox.getMetrics()).processes ?? 0);
+        return peak >= workPids - 10;
       }, 30),
-      `the bomb reached only ${peak} of ${limit}`,
+      `the bomb reached only ${peak} of ${workPids}`,
     );
     for (let i = 0; i < 5; i++) {
-      const now = (await bomb.getMetrics()).processes!;
-      assert.ok(now <= limit, `${now} processes past the limit ${limit}`);
+      // The same sandbox's server answers: a new command starts and runs, a file is read.
+      const r = await sandbox.commands.run("echo still here");
+      assert.equal(r.stdout, "still here\n", JSON.stringify(r));
+      assert.equal(await sandbox.files.read("notes.txt"), "read during the storm");
+      const m = await sandbox.getMetrics();
+      assert.ok(m.processes! <= limit, `${m.processes} processes past the limit ${limit}`);
+      assert.ok(workFile(state, "pids", "pids.current") <= workPids, "the bomb passed its share");
+      assert.ok(m.memUsed! <= m.memTotal!, `${m.memUsed} bytes used of ${m.memTotal}`);
       assert.equal((await neighbour.commands.run("echo fine")).stdout, "fine\n");
     }
-    await bomb.kill();
-    assert.equal(processesMentioning(`sandboxes/${bomb.id}`).length, 0);
-    const dirs = Object.values(stateOf(neighbour).cgroup.dirs)
-      .map((d) => d.replace(neighbour.id, bomb.id));
-    for (const d of dirs) assert.throws(() => Deno.statSync(d), "the cgroup is removed");
+    assert.ok((await sandbox.getMetrics()).oomKills! >= 1);
+    await sandbox.kill();
+    assert.equal(processesMentioning(`sandboxes/${sandbox.id}`).length, 0);
+    for (const d of Object.values(state.cgroup.dirs)) {
+      assert.throws(() => Deno.statSync(d), "the cgroup is removed");
+    }
   },
 });
 

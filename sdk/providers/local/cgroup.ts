@@ -26,6 +26,7 @@
  */
 
 import { dirname, join } from "node:path";
+import { entryDirs, workDescriptorFiles, workDirs, workLimits } from "./cgroup_reserve.ts";
 
 /** Sizes in force; null where none is. */
 export interface Limits {
@@ -299,13 +300,22 @@ export function cgroupRef(support: CgroupSupport, id: string): CgroupRef {
 }
 
 /**
- * Make the cgroup and set its limits. Throws when the kernel refuses one (the half-made cgroup
- * is removed).
+ * Make the cgroup and set its limits, and inside it the `work` cgroup the server's children go
+ * to, with the limits less the server's reserve (see `cgroup_reserve.ts`). Throws when the kernel
+ * refuses one (the half-made cgroup is removed).
  */
 export function createCgroup(ref: CgroupRef, limits: Limits): void {
   try {
     for (const [controller, dir] of Object.entries(ref.dirs)) makeDir(ref, controller, dir);
     setLimits(ref, limits);
+    if (ref.version === 2) {
+      const dir = ref.dirs.unified;
+      write(join(dir, "cgroup.subtree_control"), V2_CONTROLLERS.map((c) => `+${c}`).join(" "));
+      Deno.mkdirSync(join(dir, "server"), { recursive: true });
+    }
+    const work = workDirs(ref);
+    for (const dir of Object.values(work)) Deno.mkdirSync(dir, { recursive: true });
+    setLimits({ version: ref.version, dirs: work }, workLimits(limits), false);
   } catch (e) {
     removeCgroup(ref);
     throw e;
@@ -336,13 +346,17 @@ function makeDir(ref: CgroupRef, controller: string, dir: string): void {
   }
 }
 
-function setLimits(ref: CgroupRef, limits: Limits): void {
+/**
+ * Write `limits` into `ref`'s directories, and the CPU weight unless `weight` is false (`work`
+ * keeps the default: it competes with the server's threads as one group).
+ */
+function setLimits(ref: CgroupRef, limits: Limits, weight = true): void {
   const quota = limits.cpu === null ? null : Math.round(limits.cpu * PERIOD_US);
   const memory = limits.memory === null ? null : limits.memory * 1024 * 1024;
   const cores = limits.cpu ?? navigator.hardwareConcurrency;
   if (ref.version === 1) {
     const { cpu, memory: mem, pids } = ref.dirs;
-    weigh(join(cpu, "cpu.shares"), Math.round(1024 * cores));
+    if (weight) weigh(join(cpu, "cpu.shares"), Math.round(1024 * cores));
     if (quota !== null) {
       write(join(cpu, "cpu.cfs_period_us"), `${PERIOD_US}`);
       write(join(cpu, "cpu.cfs_quota_us"), `${quota}`);
@@ -358,7 +372,7 @@ function setLimits(ref: CgroupRef, limits: Limits): void {
     return;
   }
   const dir = ref.dirs.unified;
-  weigh(join(dir, "cpu.weight"), Math.min(10_000, Math.round(100 * cores)));
+  if (weight) weigh(join(dir, "cpu.weight"), Math.min(10_000, Math.round(100 * cores)));
   if (quota !== null) write(join(dir, "cpu.max"), `${quota} ${PERIOD_US}`);
   if (memory !== null) {
     write(join(dir, "memory.max"), `${memory}`);
@@ -369,15 +383,20 @@ function setLimits(ref: CgroupRef, limits: Limits): void {
 
 /**
  * `argv` behind a shell that first moves itself into the cgroup, then `exec`s it: the sandbox's
- * first process is in its cgroup before it runs anything (and so is every descendant).
+ * first process is in its cgroup before it runs anything (and so is every descendant). The
+ * shell also opens the `work` cgroup's files for the server, named in `SANDBAR_WORK_FDS` (see
+ * `cgroup_reserve.ts`).
  */
 export function enterArgv(ref: CgroupRef, argv: string[]): string[] {
-  const files = [...new Set(Object.values(ref.dirs))].map((d) => join(d, "cgroup.procs"));
-  const quoted = files.map((f) => `'${f.replaceAll("'", `'\\''`)}'`).join(" ");
+  const q = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+  const files = entryDirs(ref).map((d) => q(join(d, "cgroup.procs"))).join(" ");
+  const work = workDescriptorFiles(ref);
+  const opens = work.files.map(([fd, file]) => `exec ${fd}>${q(file)} || exit 125; `).join("");
   return [
     "/bin/sh",
     "-c",
-    `for f in ${quoted}; do echo $$ > "$f" || exit 125; done; exec "$@"`,
+    `for f in ${files}; do echo $$ > "$f" || exit 125; done; ${opens}` +
+    `SANDBAR_WORK_FDS='${work.spec}'; export SANDBAR_WORK_FDS; exec "$@"`,
     "sandbar-enter",
     ...argv,
   ];
@@ -434,9 +453,13 @@ function frozenV2(ref: CgroupRef): boolean {
  */
 export function reaperArgv(ref: CgroupRef, pid: number): string[] {
   const q = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+  // Only while still frozen: the next look may have ended it already and a new supervisor made
+  // the same cgroup again for a fresh start (thawed), which is not this watcher's to kill.
   const end = ref.version === 2
-    ? `echo 1 > ${q(join(ref.dirs.unified, "cgroup.kill"))}`
-    : `for f in $(find ${q(ref.dirs.freezer)} -name cgroup.procs); do ` +
+    ? `[ "$(cat ${q(join(ref.dirs.unified, "cgroup.freeze"))})" = 1 ] && ` +
+      `echo 1 > ${q(join(ref.dirs.unified, "cgroup.kill"))}`
+    : `[ "$(cat ${q(join(ref.dirs.freezer, "freezer.state"))})" = FROZEN ] || exit 0; ` +
+      `for f in $(find ${q(ref.dirs.freezer)} -name cgroup.procs); do ` +
       `kill -9 $(cat "$f") 2>/dev/null; done; echo THAWED > ${
         q(join(ref.dirs.freezer, "freezer.state"))
       }`;
@@ -506,7 +529,11 @@ export function cgroupStats(ref: CgroupRef): CgroupStats {
       cpuUsageUs: ns === null ? null : Math.round(ns / 1000),
       memoryBytes: memsw ?? num(read(join(memory, "memory.usage_in_bytes"))),
       memoryLimitBytes: limit === null || limit >= UNLIMITED_V1 ? null : limit,
-      oomKills: field(read(join(memory, "memory.oom_control")), "oom_kill") ?? 0,
+      // v1 counts an OOM kill in the cgroup it happened in (`work`, mostly), not its parents.
+      oomKills: below(memory).reduce(
+        (sum, dir) => sum + (field(read(join(dir, "memory.oom_control")), "oom_kill") ?? 0),
+        0,
+      ),
       pids: num(read(join(pids, "pids.current"))),
       pidsLimit: num(read(join(pids, "pids.max"))),
       cpuLimit: quota === null || quota < 0 ? null : quota / period,

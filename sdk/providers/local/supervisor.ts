@@ -27,6 +27,7 @@
 
 import { basename, dirname, join } from "node:path";
 import { capabilityNames } from "../capabilities.ts";
+import { workLimits } from "./cgroup_reserve.ts";
 import {
   cgroupStats,
   createCgroup,
@@ -207,7 +208,11 @@ class Supervisor {
       type: "oom_kill" as const,
       at: new Date().toISOString(),
       message: `the kernel killed ${count - seen} process(es) of the sandbox: memory limit ` +
-        `${limit} MiB reached`,
+        `${limit} MiB reached (its programs' share: ${
+          limit === null
+            ? "none"
+            : `${workLimits({ cpu: null, memory: limit, pids: null }).memory} MiB`
+        }; the rest is its server's reserve)`,
       count,
     }].slice(-100);
     this.save();

@@ -8,6 +8,8 @@
  * @module
  */
 
+import { libcAvailable } from "../../libc/index.ts";
+import { readProcFile } from "../../pty/procfs.ts";
 import { procFiles } from "./machine.ts";
 import type { SystemTools } from "./tools.ts";
 
@@ -105,8 +107,11 @@ export async function readCgroup(tools: SystemTools): Promise<{
   values: Record<string, string | undefined>;
   files: Record<string, string>;
 }> {
-  const self = await procFiles(["/proc/self/cgroup"], tools);
-  const files = cgroupFiles(self.get("/proc/self/cgroup"));
+  // The server's own cgroup, read here where libc is at hand: a helper's may be another (in a
+  // local sandbox, the programs' `work` cgroup below the sandbox's).
+  const own = libcAvailable() ? readProcFile("/proc/self/cgroup") : undefined;
+  const self = own ?? (await procFiles(["/proc/self/cgroup"], tools)).get("/proc/self/cgroup");
+  const files = cgroupFiles(self);
   const text = await procFiles(Object.values(files), tools);
   return {
     values: Object.fromEntries(Object.entries(files).map(([k, p]) => [k, text.get(p)])),

@@ -1,0 +1,103 @@
+/**
+ * The `work` cgroup of a local sandbox: where the processes this server starts go, so that a
+ * fork bomb or a memory hog among them stops at `work`'s limits, a little below the sandbox's,
+ * and the server keeps the difference to answer (see `sdk/providers/local/cgroup_reserve.ts`).
+ *
+ * The provider hands the server descriptors open on `work`'s files and names them in
+ * `SANDBAR_WORK_FDS` (`procs:3,4;tasks:5,6;back:7,8`: `work`'s `cgroup.procs`, and on cgroup v1
+ * `work`'s `tasks` and the sandbox cgroup's `tasks`, one per hierarchy); inside the sandbox the
+ * cgroup file system itself is read-only. They are closed on exec like every inherited
+ * descriptor (`confine/hardening.ts`), so no child holds them. Without the variable (a server not
+ * started by the local provider) nothing is moved.
+ *
+ * Two ways in:
+ *
+ * - born inside (cgroup v1): the spawner thread that calls `posix_spawn` moves into `work`
+ *   (v1 moves one thread by its id) for the call, so the child is in `work` from its first
+ *   instruction ({@linkcode threadIntoWork});
+ * - moved after ({@linkcode intoWork}): a child born beside the server (v2, whose domain cgroups
+ *   take whole processes; a spawn that is not on a spawner thread; a spawn refused because a bomb
+ *   holds all of `work`'s slots, made again beside the server) is moved once its spawn returns.
+ *   The kernel holds a fork to the limit, not a move, so a command still starts during a bomb;
+ *   a program that forks before it is moved leaves that child beside the server (the sandbox's
+ *   own limits still hold it).
+ *
+ * @module
+ */
+
+import { libc, libcAvailable } from "../libc/index.ts";
+
+interface Descriptors {
+  /** `work`'s `cgroup.procs`, per hierarchy. */
+  procs: number[];
+  /** `work`'s `tasks` (v1). */
+  tasks: number[];
+  /** The sandbox cgroup's `tasks` (v1): where a spawner thread goes back to. */
+  back: number[];
+}
+
+let held: Descriptors | undefined;
+
+/**
+ * Read (once) and forget `SANDBAR_WORK_FDS`; the descriptors it names. Called at start, before
+ * any child is spawned, so that the variable reaches none.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { workDescriptors } from "./work_cgroup.ts";
+ * assert.ok(Array.isArray(workDescriptors().procs));
+ * ```
+ */
+export function workDescriptors(): Descriptors {
+  if (held !== undefined) return held;
+  let raw = "";
+  try {
+    raw = Deno.env.get("SANDBAR_WORK_FDS") ?? "";
+    Deno.env.delete("SANDBAR_WORK_FDS");
+  } catch { /* no --allow-env for it: not started by the local provider */ }
+  const found: Descriptors = { procs: [], tasks: [], back: [] };
+  for (const part of raw.split(";")) {
+    const [name, list] = part.split(":");
+    if (name !== "procs" && name !== "tasks" && name !== "back") continue;
+    found[name] = (list ?? "").split(",").filter((s) => /^\d+$/.test(s)).map(Number)
+      .filter((n) => n > 2);
+  }
+  if (found.tasks.length !== found.back.length) found.tasks = found.back = [];
+  return (held = found);
+}
+
+function writeEach(fds: number[], id: number): boolean {
+  if (fds.length === 0 || id <= 0 || !libcAvailable()) return false;
+  const bytes = new TextEncoder().encode(`${id}\n`);
+  let ok = true;
+  for (const fd of fds) {
+    if (Number(libc().write(fd, bytes, BigInt(bytes.length))) !== bytes.length) ok = false;
+  }
+  return ok;
+}
+
+/**
+ * Move process `pid` (just spawned; all its threads) into `work`. False when there is no
+ * `work`, or when the kernel refused (the process is gone). Moving a process already there
+ * changes nothing.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { intoWork, workDescriptors } from "./work_cgroup.ts";
+ * if (workDescriptors().procs.length === 0) assert.equal(intoWork(Deno.pid), false);
+ * ```
+ */
+export function intoWork(pid: number): boolean {
+  return writeEach(workDescriptors().procs, pid);
+}
+
+/**
+ * Move thread `tid` of this server into `work` (v1), or back beside the server when `inside`
+ * is false. False where threads cannot be moved (v2, no `work`).
+ */
+export function threadIntoWork(tid: number, inside = true): boolean {
+  const { tasks, back } = workDescriptors();
+  return writeEach(inside ? tasks : back, tid);
+}
