@@ -95,10 +95,11 @@ Deno.test({
     let peak = 0;
     assert.ok(
       await holdsWithin(async () => {
-        peak = Math.max(peak, (await sandbox.getMetrics()).processes ?? 0);
+        // The bomb fills its programs' share, not the server's reserve.
+        peak = Math.max(peak, workFile(state, "pids", "pids.current"));
         return peak >= workPids - 10;
       }, 30),
-      `the bomb reached only ${peak} of ${workPids}`,
+      `the bomb reached only ${peak} of its share ${workPids}`,
     );
     for (let i = 0; i < 5; i++) {
       // The same sandbox's server answers: a new command starts and runs, a file is read.
