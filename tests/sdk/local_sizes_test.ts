@@ -94,7 +94,7 @@ Deno.test({
     await sandbox.commands.start("bomb() { bomb | bomb & }; bomb; sleep 300", { timeout: 0 });
     let peak = 0;
     assert.ok(
-      await holdsWithin(async () => {
+      await holdsWithin(() => {
         // The bomb fills its programs' share, not the server's reserve.
         peak = Math.max(peak, workFile(state, "pids", "pids.current"));
         return peak >= workPids - 10;
