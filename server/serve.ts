@@ -292,13 +292,24 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
   };
   // Listening: automations due (or missed while stopped) may now fire.
   agents?.automations.start(state);
+  let closing: Promise<void> | undefined;
   // The default identity's confinement is made now, on its own thread, while the caller is still
   // on its way: its one-time set-up (65,534 Landlock port rules and their merge into a domain,
-  // ~0.1 s; see docs/security.md) would otherwise be the first command's wait.
+  // ~0.1 s; see docs/security.md) would otherwise be the first command's wait. Started once the
+  // caller has been told the server listens (a timer, after this function's caller has printed
+  // its line): making the worker blocks this thread for 20-50 ms, which the caller's way to its
+  // first request overlaps instead of waiting for.
+  let prepare: ReturnType<typeof setTimeout> | undefined;
   if (PROCESS_ENDPOINTS.some((id) => policy.endpoints.get(id)?.enabled)) {
-    confinements(state).spawner("default");
+    prepare = setTimeout(() => {
+      try {
+        confinements(state).spawner("default");
+      } catch (e) {
+        // Not fatal here: the first process start makes it again and reports the reason.
+        console.error(`sandbar: preparing the default confinement: ${(e as Error).message}`);
+      }
+    }, 0);
   }
-  let closing: Promise<void> | undefined;
   return {
     url: state.addresses.url,
     ptyUrl: state.addresses.ptyUrl,
@@ -307,6 +318,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
     state,
     close: () =>
       closing ??= (async () => {
+        clearTimeout(prepare);
         guard.close();
         await state.close();
         // Whatever a process left behind (a tree not yet ended) ends with the server.
