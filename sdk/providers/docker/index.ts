@@ -22,6 +22,7 @@ import { newSandboxId, newSandboxToken } from "../ids.ts";
 import { capabilityNames } from "../capabilities.ts";
 import { denoDir } from "../local/launch.ts";
 import { cacheSandboxModules, packageSource } from "../local/package_source.ts";
+import { warmModuleCache } from "../local/module_cache.ts";
 import { removeTree, sandbarHome, writeAtomic } from "../local/state.ts";
 import type {
   PortAddress,
@@ -113,12 +114,14 @@ export class DockerProvider implements SandboxProvider {
   readonly engine: Engine;
   /** Where sandboxes' host directories live. */
   readonly home: string;
+  readonly #sandbarHome: string;
 
   /** Make the provider (nothing is contacted until a call). */
   constructor(options: DockerProviderOptions = {}) {
     const host = options.host ?? Deno.env.get("DOCKER_HOST") ?? "unix:///var/run/docker.sock";
     this.engine = new Engine(engineAddress(host));
-    this.home = join(options.home ?? sandbarHome(), "docker");
+    this.#sandbarHome = options.home ?? sandbarHome();
+    this.home = join(this.#sandbarHome, "docker");
   }
 
   #requireLocal(): void {
@@ -243,6 +246,9 @@ export class DockerProvider implements SandboxProvider {
       commandsFile,
     });
     await cacheSandboxModules(source, cache);
+    // From a checkout: the modules' transpiled JavaScript into the cache the container mounts
+    // read-only, so that the server does not transpile its modules at every start.
+    await warmModuleCache(source, cache, this.#sandbarHome);
     const now = Date.now();
     const endAt = now + request.timeout * 1000;
     await writeAtomic(join(hostDir, "policy.json"), JSON.stringify(policy, null, 2), 0o644);

@@ -74,32 +74,23 @@ export const SANDBOX_MODULES = [
 const cached = new Set<string>();
 
 /**
- * Put the modules a sandbox runs into Deno's cache (`DENO_DIR`), once per process, package and
- * cache: a sandbox mounts the cache read-only, so what is not there already is fetched (a package
- * loaded by URL: the sandbox has no network) or transpiled (every TypeScript module, at every
- * start of every sandbox) inside, each time. For a package loaded by URL this is required, and
- * a failure is an error. For a package on disk it only saves that transpiling (the emitted
- * JavaScript of a checkout nobody ran on this host yet, or just edited: about 160 modules of the
- * server, 0.3 to 1 s of every sandbox's start here), so it is run with the package's own
- * configuration as the server runs (`--config`; `--frozen`: never a write to its lock file;
- * `--no-remote`), and a failure only leaves sandboxes to transpile for themselves. `deno cache`
- * of a cached graph still takes a Deno start-up, hence once.
+ * Put the modules a sandbox runs into Deno's cache (`DENO_DIR`), when the package was loaded by
+ * URL; nothing for a package on disk. Done once per process: `deno cache` of a cached graph
+ * still takes a Deno start-up.
  */
 export async function cacheSandboxModules(source: PackageSource, denoDir: string): Promise<void> {
+  if (source.dir !== null) return;
   const modules = SANDBOX_MODULES.map((m) => source.module(m));
   const key = `${denoDir}\n${modules.join("\n")}`;
   if (cached.has(key)) return;
-  const flags = source.dir === null
-    ? ["--no-config", "--no-lock"]
-    : ["--config", join(source.dir, "deno.json"), "--frozen", "--no-remote"];
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["cache", ...flags, "--quiet", ...modules],
+    args: ["cache", "--no-config", "--no-lock", "--quiet", ...modules],
     env: { DENO_DIR: denoDir, DENO_NO_UPDATE_CHECK: "1" },
     stdin: "null",
     stdout: "null",
     stderr: "piped",
   }).output();
-  if (!out.success && source.dir === null) {
+  if (!out.success) {
     const why = new TextDecoder().decode(out.stderr).trim().slice(-2000);
     throw new Error(`Could not cache the sandbox's modules (${modules[0]}): ${why}`);
   }
