@@ -5,7 +5,9 @@
  * PSS per kind of process (the supervisor on the host; the server inside, which runs the relay
  * too; `bwrap` and anything else). Beside it, in the same round, the floor: an idle `deno run`
  * of a one-line script, which no Deno process of a sandbox can go under. Several rounds; the
- * medians are printed (the machine is shared and other programs move `MemAvailable` too).
+ * medians are printed. On a shared machine other programs move `MemAvailable` by more than a
+ * sandbox costs (two rounds of the same tree here: 39 and 101 MiB), so the sum of a sandbox's
+ * processes' PSS is the steadier figure.
  *
  * `deno run -A scripts/bench/sandbox.ts --only memory [--runs 3]` (rounds: at most 5)
  *
@@ -101,10 +103,21 @@ async function round(): Promise<{ drop: number; kinds: Map<string, number[]>; fl
     await new Promise((r) => setTimeout(r, 3000)); // settle
     const drop = (before - memAvailableKiB()) / 1024 / SANDBOXES;
     for (const s of sandboxes) {
+      const total: [number, number] = [0, 0];
       for (const [k, [anon, pss]] of await breakdown(s.id)) {
         kinds.set(`${k} anon`, [...kinds.get(`${k} anon`) ?? [], anon]);
         kinds.set(`${k} pss`, [...kinds.get(`${k} pss`) ?? [], pss]);
+        total[0] += anon;
+        total[1] += pss;
       }
+      kinds.set(`= all its processes anon`, [
+        ...kinds.get(`= all its processes anon`) ?? [],
+        total[0],
+      ]);
+      kinds.set(`= all its processes pss`, [
+        ...kinds.get(`= all its processes pss`) ?? [],
+        total[1],
+      ]);
     }
     return { drop, kinds, floor };
   } finally {

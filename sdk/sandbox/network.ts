@@ -21,7 +21,8 @@ import { checkOptions } from "../errors/option_checks.ts";
 import type { NetworkConfig } from "../../server/egress/rules.ts";
 import type { AuditEntry } from "../../server/pipeline/audit.ts";
 import { networkOption } from "./options.ts";
-import { LINK_PARAM, signLink } from "../providers/local/port_link.ts";
+import { LINK_PARAM } from "../providers/local/port_link.ts";
+import { signLink } from "../providers/local/port_link_sign.ts";
 
 /** What the network module reads from its sandbox. */
 export interface NetworkSource {

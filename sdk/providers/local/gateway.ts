@@ -281,7 +281,7 @@ async function handle(conn: Deno.TcpConn, options: GatewayOptions): Promise<void
   if (options.accessToken !== null) {
     const link = linkOf(head, routed.port);
     if (link.inQuery !== undefined) {
-      if (!linkValid(link.inQuery, options.accessToken, options.sandboxId, routed.port)) {
+      if (!await linkValid(link.inQuery, options.accessToken, options.sandboxId, routed.port)) {
         return await answer(conn, {
           status: 401,
           code: "unauthorized",
@@ -292,7 +292,7 @@ async function handle(conn: Deno.TcpConn, options: GatewayOptions): Promise<void
       return await redirectWithCookie(conn, link.target, routed.port, link.inQuery);
     }
     viaLink = link.inCookie !== undefined &&
-      linkValid(link.inCookie, options.accessToken, options.sandboxId, routed.port);
+      await linkValid(link.inCookie, options.accessToken, options.sandboxId, routed.port);
   }
   if (options.accessToken !== null && !viaLink) {
     // A missing header is never a match, even against an empty token.
