@@ -34,8 +34,6 @@ import {
 import { resolve } from "node:path";
 import { narrowedServerArgv } from "./launch.ts";
 import { compilePolicy } from "./policy/compile.ts";
-import { loadPolicyFile } from "./policy/read.ts";
-import { PolicyLoadError } from "./policy/problems.ts";
 import { watchParent } from "./parent_watch.ts";
 import { workDescriptors } from "./process/work_cgroup.ts";
 import { portHolder, portInUseMessage } from "./port_holder.ts";
@@ -163,7 +161,11 @@ async function launch(args: Args, raw: string[]): Promise<number> {
   hideFromSameUser();
   await checkRoot(args.root);
   closeInheritedOnExec();
-  const file = args.policy ? await loadPolicyFile(args.policy) : undefined;
+  // Read here only with --policy: the reader's checks load zod, which a launcher without a file
+  // does not need (the server it starts reads the file again, under its own permissions).
+  const file = args.policy
+    ? await (await import("./policy/read.ts")).loadPolicyFile(args.policy)
+    : undefined;
   const env = Deno.env.toObject();
   let token = env.SVC_SERVER_TOKEN;
   const short = token ? tokenTooShort(token, "SVC_SERVER_TOKEN") : undefined;
@@ -301,8 +303,8 @@ if (import.meta.main) {
       console.log(`sandbar ${SERVER_VERSION}`);
       code = 0;
     } else {
-      const message = e instanceof PolicyLoadError ? e.message : `${(e as Error).message}`;
-      console.error(`sandbar: ${message}`);
+      // A PolicyLoadError's message already names the file, line and column.
+      console.error(`sandbar: ${(e as Error).message}`);
       if (e instanceof TypeError && "code" in e && String(e.code).startsWith("ERR_PARSE_ARGS")) {
         console.error("Run with --help for the options.");
       }

@@ -68,6 +68,8 @@ Deno.test("the launcher loads none of the server's handlers", async () => {
   assert.deepEqual(graph.filter((m) => m.startsWith("server/handlers/")), []);
   assert.ok(!graph.includes("server/serve.ts"));
   assert.deepEqual(graph.filter((m) => LATE.some((re) => re.test(m))), []);
+  // Nor the policy reader's schema (zod): only a launcher given --policy loads it.
+  assert.deepEqual(graph.filter((m) => /^npm:.*zod/.test(m)), []);
 });
 
 Deno.test("the server's modules loaded on first use are not read at start", async () => {

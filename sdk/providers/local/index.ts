@@ -267,7 +267,10 @@ export class LocalProvider implements SandboxProvider {
         await this.kill(id).catch(() => {});
         continue;
       }
-      return await this.connect(id);
+      // The supervisor saved the claimed state before it answered, and answered: it lives. Its
+      // state is the handle (`connect` would read it twice and ping the supervisor twice more).
+      const claimed = await readState(dir);
+      return claimed?.ports && !claimed.pool ? handleOf(claimed) : await this.connect(id);
     }
     return null;
   }
