@@ -21,7 +21,7 @@ function linesMentioning(path: string, text: string): string[] {
   }
 }
 
-/** Cgroup directories named after one of `ids` (sandbar/<id>, v1 or v2). */
+/** Cgroup directories named after one of `ids` (sandbar/<id> or <id>.<n>, v1 or v2). */
 function cgroupsOf(ids: Set<string>): string[] {
   const found: string[] = [];
   const walk = (dir: string, depth: number) => {
@@ -35,7 +35,7 @@ function cgroupsOf(ids: Set<string>): string[] {
     for (const e of entries) {
       if (!e.isDirectory) continue;
       const path = `${dir}/${e.name}`;
-      if (ids.has(e.name)) found.push(path);
+      if (ids.has(e.name.split(".")[0])) found.push(path); // <id>, or <id>.<n> once woken
       else if (e.name === "sandbar" || depth < 3) walk(path, depth + 1);
     }
   };

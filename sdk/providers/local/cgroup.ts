@@ -25,7 +25,7 @@
  * @module
  */
 
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { entryDirs, workDescriptorFiles, workDirs, workLimits } from "./cgroup_reserve.ts";
 
 /** Sizes in force; null where none is. */
@@ -297,6 +297,32 @@ export function cgroupRef(support: CgroupSupport, id: string): CgroupRef {
       ),
     }
     : { version: 2, dirs: { unified: join(support.parent, id) } };
+}
+
+/**
+ * The cgroup for a sandbox's next start (a dormant sandbox woken): beside the last one, under a
+ * new name (`<id>.<n>`). Never the same directory again: the last start's pause watcher may
+ * still be about to kill whatever it finds there, and would kill the new start's processes.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { renewedCgroup } from "./cgroup.ts";
+ * const first = { version: 2 as const, dirs: { unified: "/sys/fs/cgroup/sandbar/abc" } };
+ * const second = renewedCgroup(first);
+ * assert.equal(second.dirs.unified, "/sys/fs/cgroup/sandbar/abc.1");
+ * assert.equal(renewedCgroup(second).dirs.unified, "/sys/fs/cgroup/sandbar/abc.2");
+ * ```
+ */
+export function renewedCgroup(ref: CgroupRef): CgroupRef {
+  const renamed = (dir: string) => {
+    const [id, n] = basename(dir).split(".");
+    return join(dirname(dir), `${id}.${Number(n ?? 0) + 1}`);
+  };
+  return {
+    version: ref.version,
+    dirs: Object.fromEntries(Object.entries(ref.dirs).map(([c, dir]) => [c, renamed(dir)])),
+  };
 }
 
 /**

@@ -28,7 +28,7 @@ import type {
   SandboxHandle,
   SandboxProvider,
 } from "../types.ts";
-import { cgroupRef, cgroupSupport, killAll, removeCgroup } from "./cgroup.ts";
+import { cgroupRef, cgroupSupport, killAll, removeCgroup, renewedCgroup } from "./cgroup.ts";
 import { diskSupport, mountImage, prepareDisk, removeSandboxFiles, unmount } from "./disk.ts";
 import {
   controlCall,
@@ -467,7 +467,13 @@ export class LocalProvider implements SandboxProvider {
       await writeAtomic(join(dir.run, "server_token"), `${state.serverToken}\n`, 0o600);
       await writeAtomic(join(dir.run, "access_token"), `${state.accessToken}\n`, 0o600);
     }
-    await writeState(dir, { ...state, wokenAt: new Date().toISOString() });
+    const cgroup = state.cgroup && renewedCgroup(state.cgroup);
+    // bubblewrap binds the cgroup read-only by its path: the launch names the new one.
+    const moved = new Map(
+      Object.entries(state.cgroup?.dirs ?? {}).map(([c, from]) => [from, cgroup!.dirs[c]]),
+    );
+    const launch = { ...state.launch, argv: state.launch.argv.map((a) => moved.get(a) ?? a) };
+    await writeState(dir, { ...state, cgroup, launch, wokenAt: new Date().toISOString() });
     const source = packageSource();
     const supervisor = spawnSupervisor(
       source.module("sdk/providers/local/supervisor.ts"),
