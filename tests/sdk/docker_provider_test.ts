@@ -40,6 +40,25 @@ async function volumes(): Promise<string[]> {
   return (v.Volumes ?? []).map((x) => x.Name);
 }
 
+/** A command's exit code, run in the sandbox's container by the engine's exec. */
+async function execExitCode(id: string, cmd: string[]): Promise<number> {
+  const exec = await provider.engine.call<{ Id: string }>(
+    "POST",
+    `/containers/sandbar-${id}/exec`,
+    { body: { Cmd: cmd, AttachStdout: false, AttachStderr: false } },
+  );
+  await provider.engine.call("POST", `/exec/${exec.Id}/start`, { body: { Detach: true } });
+  for (let i = 0; i < 100; i++) {
+    const state = await provider.engine.call<{ Running: boolean; ExitCode: number }>(
+      "GET",
+      `/exec/${exec.Id}/json`,
+    );
+    if (!state.Running) return state.ExitCode;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${cmd.join(" ")} did not end`);
+}
+
 async function assertGone(id: string): Promise<void> {
   assert.deepEqual((await containers()).filter((c) => c.Labels["sandbar.id"] === id), []);
   await assert.rejects(Deno.stat(join(home, "docker", id)), Deno.errors.NotFound);
@@ -84,6 +103,10 @@ Deno.test({
       );
       assert.equal(seen.stdout.trim(), "0", "a token is readable inside");
     }
+    // The relay preloaded into the server spent its key file before the server loaded (looked at
+    // by the engine's exec, as root and outside the server's confinement).
+    assert.equal(await execExitCode(sandbox.id, ["test", "-e", "/run/sandbar/relay_key"]), 1);
+    assert.equal(await execExitCode(sandbox.id, ["test", "-d", "/run/sandbar/state"]), 0);
     await sandbox.files.write("data.txt", "hello");
     assert.equal(await sandbox.files.read("/home/user/data.txt"), "hello");
     const code = await sandbox.runCode("x = open('data.txt').read() * 2\nprint(x)");
@@ -174,11 +197,15 @@ Deno.test({
   async fn() {
     await setUp();
     const id = await runChild(
-      `const s = await sdk.Sandbox.create(${JSON.stringify(BASE_IMAGE)}, { timeout: 8 });
+      `const s = await sdk.Sandbox.create(${JSON.stringify(BASE_IMAGE)}, { timeout: 12 });
        console.log(s.id);`,
       { DOCKER_HOST: engine!.host, SANDBAR_PROVIDER: "docker" },
     );
     assert.equal((await containers()).filter((c) => c.Labels["sandbar.id"] === id).length, 1);
+    // Its server outlived the creator's channel (the relay preloaded into it): another process
+    // reaches it through a relay of its own.
+    const later = await Sandbox.connect(id, { provider: "docker" });
+    assert.equal((await later.commands.run("echo alive")).stdout, "alive\n");
     let left = 1;
     for (let i = 0; i < 100 && left > 0; i++) {
       await new Promise((r) => setTimeout(r, 200));

@@ -5,9 +5,14 @@
  * - a Unix socket of this process's own in the sandbox's host directory, which is bound
  *   read-only into the container (`/run/sandbar-host/sock/`): code inside may connect to it but
  *   never rename, replace or symlink it, and the host never dials a path the sandbox can write;
- * - the relay (`relay.ts`), started inside by the engine's exec API, its stdin and stdout the
- *   control connection; each `open <nonce> <port>` goes there, and the relay's data connection
- *   comes back to the socket presenting the nonce, which nothing else inside ever sees;
+ * - a relay inside whose control connection carries `open <nonce> <port>` lines; the relay's data
+ *   connection comes back to the socket presenting the nonce, which nothing else inside ever
+ *   sees. The process that creates the sandbox has its relay preloaded into the server's process
+ *   (the local provider's `relay.ts`, {@linkcode DockerChannel.listen}): it connects to the socket
+ *   with a one-time key that came on the container's stdin, before the server loads, with no
+ *   Deno process or engine call of its own. Every other process starts `relay.ts` (this
+ *   directory's) by the engine's exec API ({@linkcode DockerChannel.open}), its stdin and stdout
+ *   the control connection;
  * - the local provider's port gateways on loopback TCP (9000's and 9001's), which the SDK's
  *   clients talk to, dialling through the relay.
  *
@@ -18,13 +23,26 @@
  */
 
 import { join } from "node:path";
-import { randomHex, RelayDials } from "../local/relay_dials.ts";
-import type { Duplex } from "../local/splice.ts";
+import { tokensEqual } from "../../../shared/tokens_equal.ts";
+import { randomHex, RelayDials, type RelayDialsOptions } from "../local/relay_dials.ts";
+import { type Duplex, writeAll } from "../local/splice.ts";
 import { type Gateway, type GatewayRefusal, startGateway } from "../local/gateway.ts";
 import type { Engine } from "./engine.ts";
 
-/** What starting the relay needs. */
-export interface ChannelInputs {
+/** What the gateways need. */
+export interface GatewayInputs {
+  /** The sandbox id, for the gateways' `Host` routing. */
+  sandboxId: string;
+  /** The access token when the sandbox is secure, else null. */
+  accessToken: string | null;
+  /** The gateway's own token when secure, else null. */
+  gatewayToken: string | null;
+  /** A refusal for every request while it returns one (paused). */
+  refuse(): GatewayRefusal | null;
+}
+
+/** What starting a relay by exec needs. */
+export interface ChannelInputs extends GatewayInputs {
   /** The engine. */
   engine: Engine;
   /** The container's id. */
@@ -37,14 +55,14 @@ export interface ChannelInputs {
   relayArgv: string[];
   /** The relay's environment. */
   relayEnv: string[];
-  /** The sandbox id, for the gateways' `Host` routing. */
-  sandboxId: string;
-  /** The access token when the sandbox is secure, else null. */
-  accessToken: string | null;
-  /** The gateway's own token when secure, else null. */
-  gatewayToken: string | null;
-  /** A refusal for every request while it returns one (paused). */
-  refuse(): GatewayRefusal | null;
+}
+
+/** How long a relay may take to be ready. */
+const READY_TIMEOUT_MS = 30_000;
+
+/** A fresh socket name in a sandbox's socket directory. */
+export function newSocketName(): string {
+  return `${randomHex(8)}.sock`;
 }
 
 /** An open data plane: the gateways' ports and a way to close it all. */
@@ -54,37 +72,99 @@ export class DockerChannel {
   /** The gateways (port 9000's first, then 9001's). */
   readonly gateways: Gateway[] = [];
 
-  private constructor(socket: string) {
+  private constructor(socket: string, hello?: RelayDialsOptions["hello"]) {
     this.#socket = socket;
     this.#dials = new RelayDials(socket, {
       unref: true,
       notAttached: "the relay is not running",
-      writeFailed: "the relay's stdin failed",
+      writeFailed: "the relay's control connection failed",
+      hello,
     });
   }
 
-  /** Listen, start the relay, and return once it is ready. */
+  /** Listen, start the relay by exec, and return once it is ready. */
   static async open(inputs: ChannelInputs): Promise<DockerChannel> {
-    const name = `${randomHex(8)}.sock`;
+    const name = newSocketName();
     const channel = new DockerChannel(join(inputs.socketDir, name));
     try {
       await channel.#startRelay(inputs, `${inputs.socketDirInside}/${name}`);
-      const dial = (port: number) => channel.dial(port);
-      for (const defaultPort of [9000, 9001]) {
-        channel.gateways.push(startGateway({
-          sandboxId: inputs.sandboxId,
-          defaultPort,
-          accessToken: inputs.accessToken,
-          gatewayToken: inputs.gatewayToken,
-          dial,
-          refuse: inputs.refuse,
-          unref: true,
-        }));
-      }
+      channel.#startGateways(inputs);
       return channel;
     } catch (e) {
       channel.close();
       throw e;
+    }
+  }
+
+  /**
+   * Listen on `socket` (made before the container, whose server preloads the relay) for the
+   * relay that presents `key`, good once; `ready` resolves when it is in.
+   */
+  static listen(
+    socket: string,
+    key: string,
+    inputs: GatewayInputs,
+  ): { channel: DockerChannel; ready: Promise<DockerChannel> } {
+    const ready = Promise.withResolvers<DockerChannel>();
+    let unspent: string | null = key;
+    const channel: DockerChannel = new DockerChannel(socket, (verb, value, conn, rest) => {
+      if (verb !== "control" || unspent === null || !value || !tokensEqual(value, unspent)) {
+        return undefined;
+      }
+      unspent = null;
+      conn.unref();
+      channel.#dials.attach({
+        write: (bytes) => writeAll(conn, bytes),
+        close: () => conn.close(),
+      });
+      channel.#startGateways(inputs);
+      ready.resolve(channel);
+      return channel.#readControl(conn, rest);
+    });
+    const slow = setTimeout(() => {
+      ready.reject(new Error("the relay did not connect in time"));
+      channel.close();
+    }, READY_TIMEOUT_MS);
+    Deno.unrefTimer(slow);
+    ready.promise.then(() => clearTimeout(slow), () => clearTimeout(slow));
+    return { channel, ready: ready.promise };
+  }
+
+  #startGateways(inputs: GatewayInputs): void {
+    const dial = (port: number) => this.dial(port);
+    for (const defaultPort of [9000, 9001]) {
+      this.gateways.push(startGateway({
+        sandboxId: inputs.sandboxId,
+        defaultPort,
+        accessToken: inputs.accessToken,
+        gatewayToken: inputs.gatewayToken,
+        dial,
+        refuse: inputs.refuse,
+        unref: true,
+      }));
+    }
+  }
+
+  /** The preloaded relay's lines (`fail <nonce> <why>`) until its connection ends. */
+  async #readControl(conn: Deno.UnixConn, first: Uint8Array): Promise<void> {
+    const decoder = new TextDecoder();
+    let pending = decoder.decode(first, { stream: true });
+    const buf = new Uint8Array(4096);
+    try {
+      while (pending.length <= 4096) {
+        let at: number;
+        while ((at = pending.indexOf("\n")) >= 0) {
+          this.#dials.controlLine(pending.slice(0, at));
+          pending = pending.slice(at + 1);
+        }
+        const n = await conn.read(buf).catch(() => null);
+        if (n === null) break;
+        pending += decoder.decode(buf.subarray(0, n), { stream: true });
+      }
+    } finally {
+      // The sandbox is gone (or its server ended): close the gateways too, so the SDK's requests
+      // fail to connect and it asks the provider whether the sandbox still exists.
+      this.close();
     }
   }
 
@@ -145,7 +225,7 @@ export class DockerChannel {
     readLoop().catch(() => {});
     const slow = setTimeout(
       () => ready.reject(new Error(`the relay did not start: ${stderr.trim()}`)),
-      30_000,
+      READY_TIMEOUT_MS,
     );
     try {
       await ready.promise;

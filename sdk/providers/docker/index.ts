@@ -31,9 +31,19 @@ import type {
   SandboxHandle,
   SandboxProvider,
 } from "../types.ts";
-import { DockerChannel } from "./channel.ts";
+import { DockerChannel, newSocketName } from "./channel.ts";
+import { CHANNEL_ENV } from "../local/channel.ts";
+import { randomHex } from "../local/relay_dials.ts";
 import { Engine, engineAddress, EngineError, engineIsLocal } from "./engine.ts";
-import { ACCESS_TOKEN_ENV, containerBody, INSIDE, policyFor, serverArgv } from "./launch.ts";
+import {
+  ACCESS_TOKEN_ENV,
+  containerBody,
+  INSIDE,
+  policyFor,
+  RELAY_KEY_INSIDE,
+  serverArgv,
+} from "./launch.ts";
+import type { GatewayRefusal } from "../local/gateway.ts";
 import { Startup } from "./startup.ts";
 
 /** Options of {@linkcode DockerProvider}. */
@@ -239,11 +249,17 @@ export class DockerProvider implements SandboxProvider {
       SANDBAR_STATE_DIR: `${INSIDE.run}/state`,
       ...request.envs,
     };
+    // This process's socket, made before the container: the relay preloaded into the server
+    // connects to it with a one-time key that goes in with the tokens.
+    const socketName = newSocketName();
+    const channelSocket = `${INSIDE.host}/sock/${socketName}`;
+    const relayKey = randomHex(32);
     const server = serverArgv({
       source,
       policy,
       env: { ...env, SVC_SERVER_TOKEN: serverToken, [ACCESS_TOKEN_ENV]: accessToken },
       commandsFile,
+      channelSocket,
     });
     await cacheSandboxModules(source, cache);
     // From a checkout: the modules' transpiled JavaScript into the cache the container mounts
@@ -283,7 +299,14 @@ export class DockerProvider implements SandboxProvider {
     const body = containerBody({
       image: request.template,
       labels,
-      env,
+      // Where the preloaded relay finds its socket and key (it removes them before the server
+      // loads), and that the server goes on when this process's channel ends.
+      env: {
+        ...env,
+        [CHANNEL_ENV.socket]: channelSocket,
+        [CHANNEL_ENV.key]: RELAY_KEY_INSIDE,
+        [CHANNEL_ENV.keep]: "1",
+      },
       server,
       source,
       denoDir: cache,
@@ -313,11 +336,22 @@ export class DockerProvider implements SandboxProvider {
       }
       throw e;
     }
+    const secure = labels["sandbar.secure"] === "1";
+    const { ready } = DockerChannel.listen(join(hostDir, "sock", socketName), relayKey, {
+      sandboxId: id,
+      accessToken: secure ? accessToken : null,
+      gatewayToken: secure ? labels["sandbar.gateway-token"] : null,
+      refuse: () => this.#refusal(id),
+    });
+    CHANNELS.set(id, ready);
+    ready.catch(() => CHANNELS.delete(id));
     const startup = await Startup.attach(this.engine, name);
     try {
-      await startup.sendTokens(serverToken, accessToken);
+      await startup.sendTokens(serverToken, accessToken, relayKey);
       await this.engine.call("POST", `/containers/${name}/start`, { accept: [304] });
       const deadline = Date.now() + (request.requestTimeout ?? DEFAULT_START_TIMEOUT) * 1000;
+      // The relay connects before the server loads; the container's end fails both.
+      await Promise.all([ready, startup.wait(id, deadline)]);
       return await this.#handle(id, labels, "running", deadline, startup);
     } finally {
       startup.close();
@@ -411,18 +445,22 @@ export class DockerProvider implements SandboxProvider {
       sandboxId: id,
       accessToken: secure ? labels["sandbar.access-token"] : null,
       gatewayToken: secure ? labels["sandbar.gateway-token"] : null,
-      refuse: () =>
-        PAUSED.has(id)
-          ? {
-            status: 409,
-            code: "sandbox_paused",
-            message: `Sandbox ${id} is paused; call resume() first`,
-          }
-          : null,
+      refuse: () => this.#refusal(id),
     });
     CHANNELS.set(id, opening);
     opening.catch(() => CHANNELS.delete(id));
     return opening;
+  }
+
+  /** What this process's gateways answer while it has the sandbox paused, else null. */
+  #refusal(id: string): GatewayRefusal | null {
+    return PAUSED.has(id)
+      ? {
+        status: 409,
+        code: "sandbox_paused",
+        message: `Sandbox ${id} is paused; call resume() first`,
+      }
+      : null;
   }
 
   /**

@@ -14,11 +14,13 @@
  * | `/home/user`            | the working directory (the server's root)                        |
  *
  * The main process (under the engine's `docker-init`) is a shell that forks the lifetime watch
- * first, then reads the two tokens from its stdin (the provider attached to the container before
- * it started and wrote them there, over the engine's socket, then closed it: nothing of them is
- * left in the container's file system, labels aside), and `exec`s the server with them in its
- * environment alone and `/dev/null` as its stdin; the server wipes them from its environment
- * block at start. The provider reads the container's output on the same attach until the
+ * first, then reads the two tokens and the relay's key from its stdin (the provider attached to
+ * the container before it started and wrote them there, over the engine's socket, then closed
+ * it: nothing of the tokens is left in the container's file system, labels aside), writes the
+ * key to a root-only file in the tmpfs, and `exec`s the server with the tokens in its environment
+ * alone and `/dev/null` as its stdin. The relay, preloaded into the server's process, spends its
+ * key and connects to the creating process's socket before any module of the server loads; the
+ * server wipes the tokens from its environment block at start. The provider reads the container's output on the same attach until the
  * server's `listening` line, rather than polling the engine. The watch reads the end time (seconds
  * since the epoch) from `/run/sandbar-host/end_at` every second; when it has passed it kills
  * every process, the server ends, `docker-init` ends and the engine removes the container
@@ -44,6 +46,13 @@ export const INSIDE = {
   run: "/run/sandbar",
   commands: "/opt/sandbar/commands",
 } as const;
+
+/**
+ * The creating process's relay runs in the server's process (the local provider's
+ * `sdk/providers/local/relay.ts`, preloaded): its one-time key is written here by the start
+ * script and removed by the relay before the server loads.
+ */
+export const RELAY_KEY_INSIDE = `${INSIDE.run}/relay_key`;
 
 /** The access token's variable and files-only identity (as the local provider's). */
 export const ACCESS_TOKEN_ENV = "SANDBAR_ACCESS_TOKEN";
@@ -93,9 +102,11 @@ export interface ServerInputs {
   env: Record<string, string>;
   /** A named-commands file on the host. */
   commandsFile?: string;
+  /** The creating process's socket inside, which the preloaded relay connects to. */
+  channelSocket: string;
 }
 
-/** The server's argv inside the container, narrowed to the policy. */
+/** The server's argv inside the container, narrowed to the policy, with the relay preloaded. */
 export function serverArgv(inputs: ServerInputs): string[] {
   let compiled;
   try {
@@ -123,6 +134,14 @@ export function serverArgv(inputs: ServerInputs): string[] {
     commandsFile: commands,
     policyFile,
     cachedOnly: true,
+    // The relay's own permissions on top of the server's: its socket, its key.
+    denoFlags: [
+      "--preload",
+      inputs.source.module("sdk/providers/local/relay.ts"),
+      `--allow-net=unix:${inputs.channelSocket}`,
+      `--allow-read=${INSIDE.host}/sock,${RELAY_KEY_INSIDE}`,
+      `--allow-write=${INSIDE.host}/sock,${RELAY_KEY_INSIDE}`,
+    ],
     serverArgs: [
       "--root",
       INSIDE.home,
@@ -164,10 +183,12 @@ sys.exit(u.find_spec("ipykernel") is None)' >/dev/null 2>&1; then
   echo "sandbar-lifetime-ended"
   kill -KILL -1
 ) </dev/null &
-read -r SVC_SERVER_TOKEN && read -r ${ACCESS_TOKEN_ENV} || {
+read -r SVC_SERVER_TOKEN && read -r ${ACCESS_TOKEN_ENV} && read -r key || {
   echo "sandbar: no tokens on stdin" >&2
   exit 1
 }
+(umask 077 && echo "$key" > ${RELAY_KEY_INSIDE}) || exit 1
+key=
 SVC_SERVER_TOKEN="$SVC_SERVER_TOKEN" ${ACCESS_TOKEN_ENV}="$${ACCESS_TOKEN_ENV}" exec "$@" </dev/null
 `;
 

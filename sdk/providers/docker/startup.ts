@@ -1,7 +1,7 @@
 /**
  * The creating process's attach to a new docker sandbox's container, made after the engine's
- * create and before its start: the one way in for the server's two tokens (written on the
- * container's stdin, which the start script reads before anything else runs, then closed), and
+ * create and before its start: the one way in for the server's two tokens and the relay's key
+ * (written on the container's stdin, which the start script reads before anything else runs, then closed), and
  * the way out for what the start script and the server print, read until the server's
  * `listening` line. So nothing of the tokens is put in the container's file system (no archive
  * upload before the start), and the provider learns that the server listens when it says so,
@@ -47,9 +47,11 @@ export class Startup {
     return new Startup(stream);
   }
 
-  /** Write the tokens on the container's stdin and end it. */
-  async sendTokens(serverToken: string, accessToken: string): Promise<void> {
-    await this.#stream.write(new TextEncoder().encode(`${serverToken}\n${accessToken}\n`));
+  /** Write the tokens and the relay's key on the container's stdin and end it. */
+  async sendTokens(serverToken: string, accessToken: string, relayKey: string): Promise<void> {
+    await this.#stream.write(
+      new TextEncoder().encode(`${serverToken}\n${accessToken}\n${relayKey}\n`),
+    );
     await this.#stream.closeWrite();
   }
 

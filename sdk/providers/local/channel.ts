@@ -36,6 +36,11 @@ export const CHANNEL_ENV = {
   socket: "SANDBAR_CHANNEL",
   key: "SANDBAR_CHANNEL_KEY",
   egress: "SANDBAR_CHANNEL_EGRESS",
+  /**
+   * `1`: the server goes on when the channel ends (a docker sandbox outlives the process that
+   * created it, and other processes reach it through relays of their own).
+   */
+  keep: "SANDBAR_CHANNEL_KEEP",
 } as const;
 /** The relay's one-time key, in the sandbox's run directory. */
 export const RELAY_KEY_FILE = "relay_key";

@@ -25,7 +25,8 @@
  * Before anything of the server loads, it marks the process non-dumpable (every request from the
  * host passes through here with its credentials), reads and removes its key file, and connects.
  * When the control connection ends (the host went away), it ends the server with SIGTERM: without
- * the channel the sandbox is unreachable. Imported without those variables it does nothing.
+ * the channel the sandbox is unreachable; unless `SANDBAR_CHANNEL_KEEP=1` (the docker provider's
+ * creating process: its sandbox outlives it). Imported without those variables it does nothing.
  *
  * @module
  */
@@ -86,6 +87,7 @@ const socket = Deno.env.get(CHANNEL_ENV.socket);
 if (socket) {
   const keyFile = Deno.env.get(CHANNEL_ENV.key) ?? "";
   const egress = Deno.env.get(CHANNEL_ENV.egress);
+  const keep = Deno.env.get(CHANNEL_ENV.keep) === "1";
   for (const name of Object.values(CHANNEL_ENV)) Deno.env.delete(name);
   // Like the server (which does it again), closed to same-user processes from the start: no
   // ptrace, no /proc/<pid>/mem, environ or descriptors.
@@ -95,5 +97,5 @@ if (socket) {
   Deno.removeSync(keyFile);
   // The channel is in before the server loads; when it ends, so does the server.
   const control = await connect(socket, key, egress);
-  serve(control, socket).catch(() => {}).finally(() => Deno.kill(Deno.pid, "SIGTERM"));
+  serve(control, socket).catch(() => {}).finally(() => keep || Deno.kill(Deno.pid, "SIGTERM"));
 }
