@@ -10,7 +10,6 @@ import { join } from "node:path";
 import type { AuditSink } from "../pipeline/audit.ts";
 import { EgressProxy } from "./proxy.ts";
 import { type NetworkConfig, NetworkRules } from "./rules.ts";
-import { sha256Hex } from "../../shared/sha256_hex.ts";
 
 /** The key of the service in the server's state. */
 export const SOCKET_EGRESS_SERVICE = "egress:sockets";
@@ -39,11 +38,12 @@ export class SocketProxies {
   /** The socket of `identity`'s proxy with these rules (checked: throws naming a bad one). */
   socketFor(identity: string, config: NetworkConfig, where: string): string {
     const rules = NetworkRules.compile(config, where);
-    const key = sha256Hex(JSON.stringify([identity, config])).slice(0, 16);
+    // One proxy per identity and rules; its socket is named by its place in this server's list.
+    const key = JSON.stringify([identity, config]);
     let found = this.#proxies.get(key);
     if (!found) {
       Deno.mkdirSync(this.#dir, { recursive: true, mode: 0o700 });
-      const path = join(this.#dir, `${key}.sock`);
+      const path = join(this.#dir, `${this.#proxies.size}.sock`);
       try {
         Deno.removeSync(path);
       } catch { /* none */ }

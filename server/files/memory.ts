@@ -5,7 +5,7 @@
  * while. The upload writer asks for a young-generation collection (cheap: the chunks are young)
  * every few megabytes instead, through V8's `gc` function, exposed once at runtime. `node:v8` and
  * `node:vm` are loaded on the first collection, not at the server's start (Node's layers cost the
- * start path CPU; see `shared/sha256_hex.ts`).
+ * start path CPU; see `scripts/bench/sandbox.ts`).
  *
  * @module
  */

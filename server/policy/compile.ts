@@ -19,7 +19,6 @@ import { type EndpointLimits, ENDPOINTS, type EndpointSpec } from "../endpoints.
 import { parseUrlPatterns } from "../guards/urls/patterns.ts";
 import { NetworkRules } from "../egress/rules.ts";
 import { tokenTooShort } from "../token.ts";
-import { sha256Hex } from "../../shared/sha256_hex.ts";
 import type { PolicyEndpointSetting, PolicyFile } from "./schema.ts";
 import { type PresetName, presetSays } from "./presets.ts";
 
@@ -103,8 +102,12 @@ export interface CompiledPolicy {
   network: ReadonlyMap<string, NetworkRules> | null;
   /** Default body limit in bytes. */
   bodyBytes: number;
-  /** Short hash of the policy and the table: changes when either does. */
-  revision: string;
+  /**
+   * Short hash of the policy and the table: changes when either does. Computed (Web Crypto) on
+   * first ask, the capabilities document: a synchronous SHA-256 would load a hash library or
+   * Node's crypto layer into every server's start.
+   */
+  revision: () => Promise<string>;
   /** Things an operator should know about this policy. */
   warnings: readonly string[];
 }
@@ -245,11 +248,14 @@ export function compilePolicy(file: PolicyFile, options: CompileOptions): Compil
   const root = resolve(options.root);
   const pathsFile = file.paths ?? {};
   const allowCommands = file.allow_commands;
-  const revision = sha256Hex(
-    JSON.stringify(file),
-    ENDPOINTS.map((e) => e.id).join(","),
-    String([...options.implemented].length),
-  ).slice(0, 12);
+  const revisionOf = JSON.stringify(file) + ENDPOINTS.map((e) => e.id).join(",") +
+    String([...options.implemented].length);
+  let revisionHash: Promise<string> | undefined;
+  const revision = () =>
+    revisionHash ??= crypto.subtle.digest("SHA-256", new TextEncoder().encode(revisionOf))
+      .then((d) =>
+        [...new Uint8Array(d, 0, 6)].map((b) => b.toString(16).padStart(2, "0")).join("")
+      );
   if (!options.configured) warnings.push("no policy file: the standard preset applies");
   const network = compileNetwork(file, identities);
   if (!network && options.env.SANDBAR_EGRESS !== "provider") {

@@ -75,7 +75,7 @@ function endpointParams(state: ServerState, id: string): Record<string, unknown>
 /**
  * The capabilities document for one identity.
  */
-export function capabilitiesDocument(state: ServerState, identity: Identity) {
+export async function capabilitiesDocument(state: ServerState, identity: Identity) {
   const policy = state.policy;
   const endpoints: Record<string, unknown> = {};
   const summary: Record<string, { enabled: number; total: number }> = {};
@@ -112,7 +112,7 @@ export function capabilitiesDocument(state: ServerState, identity: Identity) {
   return {
     api_version: "1",
     server_version: SERVER_VERSION,
-    revision: policy.revision,
+    revision: await policy.revision(),
     identity_id: identity.id,
     scopes: identity.scopes,
     preset: policy.preset,

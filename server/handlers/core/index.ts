@@ -11,6 +11,6 @@ import { capabilitiesDocument, checkCapability } from "./capabilities.ts";
 /** The core group's handlers. */
 export const coreHandlers: GroupHandlers<CoreId> = {
   health: (c) => c.json({ status: "ok" }),
-  capabilities: (c) => c.json(capabilitiesDocument(c.get("state"), c.get("identity"))),
+  capabilities: async (c) => c.json(await capabilitiesDocument(c.get("state"), c.get("identity"))),
   capabilities_check: checkCapability,
 };
