@@ -19,7 +19,10 @@
  *   ({@linkcode TreeCgroups.bornIn}); every spawn the server makes is a synchronous call on its
  *   JavaScript thread (a spawner thread's `posix_spawn` is waited for, `Deno.Command#spawn`
  *   forks on the calling thread), so nothing else is born in the tree meanwhile, and a tree is
- *   never ended during it (that too happens on the same thread). Ending is one write of `1` to
+ *   never ended during it (that too happens on the same thread). A process that runs other
+ *   JavaScript isolates too (`deno test --parallel`, a program embedding the server with workers
+ *   that start processes) could have another of them start a process in that moment: it is put
+ *   back right after ({@linkcode TreeCgroups.settle}). Ending is one write of `1` to
  *   `cgroup.kill`: the kernel kills every member and refuses forks until it is done.
  *   ({@linkcode TreeCgroups.end} can also end by freezing, as v1 does, which is what a kernel
  *   without `cgroup.kill` would need; the tests use it.)
@@ -57,8 +60,13 @@ const SIGKILL = 9;
 const W_OK = 2;
 /** Empty tree cgroups kept for the next trees, per hierarchy. */
 const POOL_MAX = 32;
-/** Tree directory names, unique in this process whichever hierarchy. */
+/**
+ * Tree directory names: unique in this process, whichever hierarchy, and whichever JavaScript
+ * isolate (`deno test --parallel` runs test modules as isolates of one process, each with its
+ * own copy of this module, all under the same `sandbar-<pid>`).
+ */
 let nextTree = 0;
+const ISOLATE_TAG = crypto.randomUUID().slice(0, 8);
 
 function sleepMs(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
@@ -105,6 +113,8 @@ export class TreeCgroups {
   /** `sandbar-<pid>` in it: every tree's cgroup is a child of this one. */
   readonly base: string;
   readonly #pool: string[] = [];
+  /** Trees ended with members still dying, removed once they are gone. */
+  readonly #ending = new Set<string>();
 
   private constructor(version: CgroupVersion, own: string, base: string) {
     this.version = version;
@@ -149,6 +159,7 @@ export class TreeCgroups {
     if (dir === null) return `cannot make a cgroup in ${this.base}`;
     try {
       this.bornIn(dir, () => null);
+      this.settle(dir, 0);
     } catch (e) {
       removeCgroupDir(dir);
       return (e as Error).message;
@@ -162,7 +173,7 @@ export class TreeCgroups {
     const reused = this.#pool.pop();
     // Made again if something removed it meanwhile (a server of this process closing).
     if (reused !== undefined && makeCgroupDir(reused)) return reused;
-    const dir = join(this.base, `t${++nextTree}`);
+    const dir = join(this.base, `t${++nextTree}-${ISOLATE_TAG}`);
     return makeCgroupDir(dir) ? dir : null;
   }
 
@@ -193,6 +204,44 @@ export class TreeCgroups {
 
   #moveHome(): number {
     return writeCgroupFile(join(this.own, "cgroup.procs"), String(Deno.pid));
+  }
+
+  /**
+   * v2, right after {@linkcode bornIn}: make `dir` hold what this spawn started and nothing else.
+   * The server is one JavaScript thread, so nothing else is born there; but a process running
+   * other isolates (a test runner's parallel modules, a program embedding the server with
+   * workers that start processes) could have had one of them start a process in the moment the
+   * server was in `dir`: a direct child of the server that is not `leader` (and what it already
+   * started) goes back to the server's own cgroup. Nothing of the tree's own can pass for one: a
+   * process the leader started is the leader's child or, orphaned, init's, never the server's
+   * (the server is no subreaper). And `leader`, should another isolate have moved the process
+   * elsewhere meanwhile, is moved into `dir`.
+   */
+  settle(dir: string, leader: number): void {
+    const pids = (readCgroupFile(join(dir, "cgroup.procs")) ?? "").split("\n").filter(Boolean)
+      .map(Number);
+    if (pids.length > (leader > 0 ? 1 : 0) || (leader > 0 && pids[0] !== leader)) {
+      const parent = new Map<number, number>();
+      for (const pid of pids) {
+        const stat = readProcFile(`/proc/${pid}/stat`);
+        if (stat !== undefined) {
+          parent.set(pid, +stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+        }
+      }
+      const strays = new Set<number>();
+      for (const [pid, ppid] of parent) if (ppid === Deno.pid && pid !== leader) strays.add(pid);
+      for (let grew = strays.size > 0; grew;) {
+        grew = false;
+        for (const [pid, ppid] of parent) {
+          if (!strays.has(pid) && strays.has(ppid)) {
+            strays.add(pid);
+            grew = true;
+          }
+        }
+      }
+      for (const pid of strays) writeCgroupFile(join(this.own, "cgroup.procs"), String(pid));
+    }
+    if (leader > 0 && !pids.includes(leader)) this.adopt(dir, leader);
   }
 
   /** v1: move thread `tid` into `dir` (`tasks`), or back to the server's own cgroup (null). */
@@ -274,10 +323,17 @@ export class TreeCgroups {
 
   /** Remove `dir` (child cgroups first) once its killed members are gone. */
   #removeWhenEmpty(dir: string, tries = 100): void {
-    const removed = (d: string): boolean =>
-      childCgroups(d).every((c) => removed(join(d, c))) && removeCgroupDir(d);
-    if (removed(dir)) return;
+    if (this.#removeTree(dir)) return;
+    this.#ending.add(dir);
     if (tries > 0) setTimeout(() => this.#removeWhenEmpty(dir, tries - 1), 20);
+  }
+
+  /** Remove `dir`, child cgroups first; true when it is gone. */
+  #removeTree(dir: string): boolean {
+    const removed = childCgroups(dir).every((c) => this.#removeTree(join(dir, c))) &&
+      removeCgroupDir(dir);
+    if (removed) this.#ending.delete(dir);
+    return removed;
   }
 
   /** The trees of servers that died without ending them: ended now. */
@@ -300,12 +356,10 @@ export class TreeCgroups {
     for (const dir of this.#pool.splice(0)) removeCgroupDir(dir);
     // Trees ended just now still hold their killed members for a moment: waited for here (the
     // process may exit next, before a timer would remove them), up to half a second.
-    for (let waited = 0; waited < 250; waited++) {
-      const left = childCgroups(this.base).map((t) => join(this.base, t));
-      const ended = left.filter((dir) => this.members(dir).length === 0);
-      for (const dir of ended) removeCgroupDir(dir);
-      if (ended.length === left.length) break;
-      sleepMs(2);
+    // Only this one's: other isolates of the process may have trees under the same directory.
+    for (let waited = 0; waited < 250 && this.#ending.size > 0; waited++) {
+      for (const dir of [...this.#ending]) this.#removeTree(dir);
+      if (this.#ending.size > 0) sleepMs(2);
     }
     removeCgroupDir(this.base);
   }

@@ -223,6 +223,7 @@ export class ProcessTree {
     if (cgroups?.version === 2 && this.cgroup !== null) {
       this.#work = false;
       const made = cgroups.bornIn(this.cgroup, start);
+      cgroups.settle(this.cgroup, made.pid);
       this.#leader = made.pid;
       return made;
     }

@@ -197,10 +197,54 @@ Deno.test({
     // In a freezer cgroup of its tree (v1), since v2 is nowhere to be found.
     assert.match(
       Deno.readTextFileSync(`/proc/${started.pid}/cgroup`),
-      /^\d+:[^:]*\bfreezer\b[^:]*:.*\/sandbar-\d+\/t\d+$/m,
+      /^\d+:[^:]*\bfreezer\b[^:]*:.*\/sandbar-\d+\/t\d+-[0-9a-f]+$/m,
     );
     await server.post(`/process/${started.pid}/signal`, { signal: "SIGKILL" });
     const caps = await (await server.fetch("/capabilities")).json();
     assert.deepEqual(caps.warnings.filter((w: string) => w.startsWith("Process trees")), []);
+  },
+});
+
+Deno.test({
+  name: "process tree (cgroup v2): a process something else started while the server was in " +
+    "the tree goes back; the tree keeps its own, an orphan included",
+  ignore: !("dir" in ownTreeCgroup(2)),
+  fn: async () => {
+    const cgroups = opened(2);
+    const tree = new ProcessTree(cgroups);
+    const file = await Deno.makeTempFile();
+    const spawn = (script: string) =>
+      new Deno.Command("/bin/sh", {
+        args: ["-c", script],
+        stdin: "null",
+        stdout: "null",
+        stderr: "null",
+      }).spawn();
+    let stray: Deno.ChildProcess | undefined;
+    // As another isolate of this process would: a process started in the same moment.
+    const leader = cgroups.bornIn(tree.cgroup!, () => {
+      stray = spawn("exec sleep 30");
+      return spawn(`(setsid sh -c 'echo $$ > ${file}; exec sleep 30' &); exec sleep 30`);
+    });
+    cgroups.settle(tree.cgroup!, leader.pid);
+    let orphan = 0;
+    try {
+      assert.ok(!tree.members().includes(stray!.pid), "the stray went back");
+      assert.doesNotMatch(Deno.readTextFileSync(`/proc/${stray!.pid}/cgroup`), /sandbar-/);
+      orphan = await eventually("the orphan wrote its pid", () => {
+        const text = Deno.readTextFileSync(file).trim();
+        return text ? Number(text) : null;
+      });
+      assert.ok(tree.members().includes(leader.pid) && tree.members().includes(orphan));
+      tree.end();
+      await leader.status;
+      await gone(tree, [leader.pid, orphan]);
+      assert.ok(alive(stray!.pid), "what is not the tree's lives on");
+    } finally {
+      stray?.kill("SIGKILL");
+      await stray?.status;
+      if (orphan && alive(orphan)) Deno.kill(orphan, "SIGKILL");
+      await Deno.remove(file);
+    }
   },
 });

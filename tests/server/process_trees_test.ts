@@ -76,8 +76,8 @@ async function json(res: Response) {
 
 /** The line of `/proc/<pid>/cgroup` that holds a tree's cgroup in each way, or null. */
 const TREE_LINE: Record<string, RegExp | null> = {
-  cgroup2: /^0::.*\/sandbar-\d+\/t\d+$/m,
-  cgroup1: /^\d+:[^:]*\bfreezer\b[^:]*:.*\/sandbar-\d+\/t\d+$/m,
+  cgroup2: /^0::.*\/sandbar-\d+\/t\d+-[0-9a-f]+$/m,
+  cgroup1: /^\d+:[^:]*\bfreezer\b[^:]*:.*\/sandbar-\d+\/t\d+-[0-9a-f]+$/m,
   session: null,
 };
 
