@@ -264,6 +264,49 @@ Deno.test({
   },
 });
 
+/** `free -m`'s `Mem:` row: total, used, free, shared, buff/cache, available (MiB). */
+function freeRow(out: string): number[] {
+  const row = out.split("\n").find((l) => l.startsWith("Mem:"));
+  assert.ok(row, out);
+  return row.split(/\s+/).slice(1).map(Number);
+}
+
+Deno.test({
+  name: "nproc and free inside show the sandbox's cpu and memory, as system.metrics does",
+  ignore,
+  fn: async () => {
+    await using sandbox = await Sandbox.create({ cpu: 1, memory: 256 });
+    const r = await sandbox.commands.run(
+      "nproc; free -m; python3 -c 'import os; print(len(os.sched_getaffinity(0)))'",
+    );
+    const [nproc, , , , python] = r.stdout.split("\n");
+    assert.equal(nproc, "1", r.stdout);
+    assert.equal(python, "1", "what runtimes size their thread pools by");
+    const [total, used, , , , available] = freeRow(r.stdout);
+    assert.equal(total, 256, r.stdout);
+    // What its programs may still take: at most their share (the server's reserve is not theirs).
+    assert.ok(available <= 160 && available > 64, r.stdout);
+    assert.ok(Math.abs(used - (total - available)) <= 1, r.stdout); // the server and its reserve
+    const m = await sandbox.server.system.metrics();
+    assert.equal(m.memory.totalBytes, 256 * 1024 * 1024, "the same total as free's");
+    assert.equal(m.cpu.count, 1, "the same count as nproc's");
+    // The file is kept current: a program holding 64 MiB shows in the next look.
+    await sandbox.commands.start(
+      "python3 -c 'import time; b = bytearray(64 << 20); b[::4096] = b\"x\" * len(b[::4096]); time.sleep(60)'",
+      { timeout: 0 },
+    );
+    let after: number[] = [];
+    assert.ok(
+      await holdsWithin(async () => {
+        after = freeRow((await sandbox.commands.run("free -m")).stdout);
+        return after[5] <= available - 56;
+      }, 15),
+      `available ${available} MiB before, ${after[5]} MiB with 64 MiB held`,
+    );
+    assert.equal(after[0], 256);
+  },
+});
+
 Deno.test({
   name: "limits: false enforces nothing and refuses sizes asked for (E8004)",
   fn: async () => {

@@ -16,6 +16,7 @@
  * | `/run/sandbar`         | the policy file, the server's state, the relay's key (once)  |
  * | `/run/sandbar-channel` | the supervisor's socket the relay connects to, read-only     |
  * | `/sys/fs/cgroup/…`     | the sandbox's own cgroup, read-only (its limits)             |
+ * | `/proc/meminfo`        | the sandbox's memory (its limit and use), kept current       |
  *
  * Its network namespace has only a loopback interface: nothing in it can reach the host's
  * loopback, the LAN or the internet. The in-sandbox server listens on 127.0.0.1:9000 and 9001
@@ -44,6 +45,7 @@ import {
   RELAY_KEY_FILE,
 } from "./channel.ts";
 import type { CgroupRef } from "./cgroup.ts";
+import { MEMINFO_FILE } from "./meminfo.ts";
 import { proxyEnvironment } from "../../../server/egress/bridge.ts";
 import type { PackageSource } from "./package_source.ts";
 import type { Isolation } from "./state.ts";
@@ -387,6 +389,10 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     ...topLevelDirs(),
     "--proc",
     "/proc",
+    // The sandbox's memory, not the host's, for `free` and the like (see `meminfo.ts`).
+    ...(inputs.cgroup && inputs.memory
+      ? ["--ro-bind-try", join(inputs.channelDir, MEMINFO_FILE), "/proc/meminfo"]
+      : []),
     "--dev",
     "/dev",
     // /dev/shm is memory: charged to the sandbox's memory limit, and no larger than it.

@@ -28,7 +28,11 @@
 import { basename, dirname, join } from "node:path";
 import { capabilityNames } from "../capabilities.ts";
 import { workLimits } from "./cgroup_reserve.ts";
+import { chooseCpus } from "./cpu_affinity.ts";
+import { MEMINFO_FILE, meminfoText, memoryView, writeInPlace } from "./meminfo.ts";
+import { onPath } from "./on_path.ts";
 import {
+  type CgroupRef,
   cgroupStats,
   createCgroup,
   enterArgv,
@@ -181,6 +185,22 @@ class Supervisor {
     delete this.state.pausedRemainingMs;
   }
 
+  /**
+   * Write the sandbox's `/proc/meminfo` from its memory cgroup (bound over `/proc/meminfo` inside,
+   * see `meminfo.ts`), where it has a memory limit and bubblewrap.
+   */
+  writeMeminfo(): void {
+    const ref = this.state.cgroup;
+    if (!ref || this.state.resources.memory === null || this.state.isolation !== "bwrap") return;
+    const dir = ref.version === 1 ? ref.dirs.memory : ref.dirs.unified;
+    const view = memoryView(ref.version, dir);
+    if (view === null) return;
+    const programs = memoryView(ref.version, join(dir, "work")) ?? undefined;
+    try {
+      writeInPlace(join(this.dir.channel, MEMINFO_FILE), meminfoText(view, programs));
+    } catch { /* the sandbox is being removed */ }
+  }
+
   /** The last CPU samples: [time ms, CPU µs]. */
   cpuSamples: [number, number][] = [];
 
@@ -190,6 +210,7 @@ class Supervisor {
    */
   watchMemory(): void {
     if (!this.state.cgroup || this.stopping) return;
+    this.writeMeminfo();
     let count: number;
     try {
       const stats = cgroupStats(this.state.cgroup);
@@ -503,6 +524,11 @@ async function main(path: string): Promise<number> {
       say({ event: "error", message: `cannot set the sandbox's cgroup: ${(e as Error).message}` });
       return 1;
     }
+    sup.writeMeminfo();
+    // `nproc` and thread pools inside see the sandbox's CPUs (see `cpu_affinity.ts`).
+    const taskset = state.resources.cpu === null ? null : onPath("taskset");
+    const cpus = taskset && affinityFor(state.cgroup, state.resources.cpu!);
+    if (taskset && cpus) argv = [taskset, "-c", cpus.join(","), ...argv];
     argv = enterArgv(state.cgroup, argv);
   }
   const [cmd, ...args] = argv;
@@ -617,4 +643,10 @@ if (import.meta.main) {
     console.log(JSON.stringify({ event: "error", message: (e as Error).message }));
     Deno.exit(1);
   }
+}
+
+/** The CPUs for a sandbox of `cores` in cgroup `ref`, among its siblings', or null for all. */
+function affinityFor(ref: CgroupRef, cores: number): number[] | null {
+  const dir = ref.version === 1 ? ref.dirs.cpu : ref.dirs.unified;
+  return chooseCpus(cores, dirname(dir), basename(dir));
 }
