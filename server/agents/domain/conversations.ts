@@ -8,7 +8,8 @@
  * and another identity's use is refused with the 404 of any other's resource, before anything
  * reaches the upstream. An operator (`agents:admin`) may use any, as it may continue any
  * response, and its first use claims it as its own. A claim made by a request the upstream then
- * refused is dropped again, so naming an id that does not exist upstream claims nothing.
+ * refused is dropped again, so naming an id that does not exist upstream claims nothing (and the
+ * upstream's 404 for it is answered as the same missing resource, `resources/responses.ts`).
  *
  * @module
  */

@@ -154,9 +154,22 @@ function checkContinued(
   return useConversation(service.store, tenant, conversation) ? conversation : undefined;
 }
 
-/** Drop the claim of a conversation this request made, when the upstream refused it. */
-function refused(service: AgentsService, claimed: string | undefined, answer: Response): Response {
-  if (claimed !== undefined) dropClaim(service.store, claimed);
+/**
+ * The upstream refused a request: drop the claim of a conversation the request made. When the
+ * refusal is the upstream's 404 for that conversation (an id it does not know), answer the 404
+ * of a missing resource instead, the very answer another identity's conversation gets: so no
+ * answer tells an id that exists and is another's from one that does not exist.
+ */
+async function refused(
+  service: AgentsService,
+  claimed: string | undefined,
+  answer: Response,
+): Promise<Response> {
+  if (claimed === undefined) return answer;
+  dropClaim(service.store, claimed);
+  if (answer.status === 404 && (await answer.clone().text()).includes(claimed)) {
+    throw notFound("conversation", claimed, "conversation");
+  }
   return answer;
 }
 
@@ -174,7 +187,7 @@ async function create(c: Context<ServerEnv>): Promise<Response> {
       throw invalid("Idempotency-Key", "Idempotency-Key is not supported with stream: true.");
     }
     const result = await postResponses(service, text, c.req.raw.signal);
-    if (!result.ok) return refused(service, claimed, result.answer);
+    if (!result.ok) return await refused(service, claimed, result.answer);
     const upstream = result.response;
     if (!upstream.body) return invalidUpstream("an empty stream");
     const body = relay(upstream.body, (final) => {
@@ -190,7 +203,7 @@ async function create(c: Context<ServerEnv>): Promise<Response> {
   }
   return idempotentCreate(c, service.store, text, async (commit) => {
     const result = await postResponses(service, text, c.req.raw.signal);
-    if (!result.ok) return refused(service, claimed, result.answer);
+    if (!result.ok) return await refused(service, claimed, result.answer);
     const response = await result.response.json().catch(() => undefined);
     if (!response || typeof response !== "object") {
       return invalidUpstream("a body that is not a JSON object");
@@ -296,7 +309,7 @@ export const responsesResourceHandlers: HandlerMap<AgentsId> = {
       "/responses/input_tokens",
       text,
     );
-    if (!result.ok) return refused(service, claimed, result.answer);
+    if (!result.ok) return await refused(service, claimed, result.answer);
     return json({ status: 200, body: await result.response.json() });
   },
 };

@@ -34,6 +34,8 @@ Deno.test("conversations: another identity's upstream conversation is a 404 and 
   const as = (apiKey: string) => new OpenAI({ baseURL: `${server.url}/v1`, apiKey, maxRetries: 0 });
   const low = as(LOW);
   const other = as(OTHER);
+  // The conversations made at the upstream (with its key); any other id is unknown there.
+  upstream.conversations = new Set(["conv_operator1", "conv_low1", "conv_free"]);
 
   // The operator uses a conversation first: it is the operator's from now on.
   const mine = await client.responses.create({
@@ -85,6 +87,22 @@ Deno.test("conversations: another identity's upstream conversation is a 404 and 
     assert.equal(error.code, like.code, how);
   }
   assert.equal(upstream.requests.length, before, "nothing of low's reached the upstream");
+
+  // Another's conversation answers as one that exists nowhere (the upstream's 404 for an id it
+  // does not know is answered as a missing resource too): byte for byte, the id aside.
+  const raw = async (conversation: string) => {
+    const res = await fetch(`${server.url}/v1/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${LOW}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-test", input: "x", conversation }),
+    });
+    const text = (await res.text()).replaceAll(conversation, "<id>");
+    return { status: res.status, type: res.headers.get("content-type"), text };
+  };
+  assert.deepEqual(await raw("conv_nowhere1"), await raw("conv_operator1"));
+  // Nor did low's try claim it: made at the upstream later, it is whoever uses it first.
+  upstream.conversations.add("conv_nowhere1");
+  await other.responses.create({ model: "gpt-test", input: "y", conversation: "conv_nowhere1" });
 
   // low's own: low uses one first; `other` is refused it, the operator may use it too, and low
   // keeps it.

@@ -58,6 +58,11 @@ export interface ScriptedUpstream {
   requests: { method: string; path: string; authorization: string | null; body: string }[];
   /** Set to hold a stream after its first delta until the promise resolves. */
   holdStream?: Promise<void>;
+  /**
+   * The conversations that exist upstream, when set: a `/responses` or `input_tokens` request
+   * naming another is answered 404, as the API answers an unknown conversation.
+   */
+  conversations?: Set<string>;
   /** Stop it. */
   close(): Promise<void>;
 }
@@ -136,6 +141,19 @@ export function startScriptedUpstream(apiKey = "sk-upstream-test-key-4c1d"): Scr
           { id: "gpt-other", object: "model", created: 1700000001, owned_by: "scripted" },
         ],
       });
+    }
+    const named = req.method === "POST" && path.startsWith("/responses")
+      ? conversationOf(JSON.parse(body || "{}"))
+      : undefined;
+    if (named !== undefined && upstream.conversations && !upstream.conversations.has(named)) {
+      return json({
+        error: {
+          message: `Conversation with id '${named}' not found.`,
+          type: "invalid_request_error",
+          param: null,
+          code: null,
+        },
+      }, 404);
     }
     if (req.method === "POST" && path === "/responses/input_tokens") {
       return json({ object: "response.input_tokens", input_tokens: Math.ceil(body.length / 4) });
@@ -235,6 +253,16 @@ export function startScriptedUpstream(apiKey = "sk-upstream-test-key-4c1d"): Scr
     await server.shutdown();
   };
   return upstream;
+}
+
+/** The conversation id a request body names, as the API takes it (a string or `{id}`). */
+function conversationOf(params: Record<string, unknown>): string | undefined {
+  const c = params.conversation as unknown;
+  if (typeof c === "string") return c;
+  if (c && typeof c === "object" && typeof (c as { id?: unknown }).id === "string") {
+    return (c as { id: string }).id;
+  }
+  return undefined;
 }
 
 const USAGE = { input_tokens: 10, output_tokens: 5, total_tokens: 15 };
