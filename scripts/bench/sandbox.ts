@@ -20,7 +20,9 @@
  * image) against `new LocalProvider({ limits: false })`, interleaved (goal: within 10%);
  * `pause()` + `resume()` of a running sandbox (freeze and thaw of its cgroup); a neighbour's
  * `/health` p99 through its gateway while one sandbox runs a fork bomb and another allocates past
- * its memory in a loop (both `cpu: 1`), against the same neighbour with both idle (goal: 3x).
+ * its memory in a loop (both `cpu: 1`), against the same neighbour with both idle (goal: 3x);
+ * and the bombed sandbox's own `commands.run` during its bomb (how many of 10 ran, and how long),
+ * against the same before the bomb: what the server's reserve buys.
  *
  * And the container provider (`docker`, issue 27): create-to-first-command of a docker sandbox
  * beside a local one, interleaved in the same run, against the floor of a bare `docker run
@@ -208,6 +210,7 @@ export async function sizes(runs: number): Promise<void> {
   const n = 40 * runs;
   await healthLatencies(neighbour, 50);
   const idle = await healthLatencies(neighbour, n);
+  const ownIdle = await ownCommands(bomb, 10);
   await bomb.commands.start("bomb() { bomb | bomb & }; bomb; sleep 600", { timeout: 0 });
   await hog.commands.start(
     "while :; do python3 -c 'b = b\"x\" * (1 << 30)'; done",
@@ -215,6 +218,7 @@ export async function sizes(runs: number): Promise<void> {
   );
   await new Promise((r) => setTimeout(r, 2000)); // the bomb reaches its limit
   const loaded = await healthLatencies(neighbour, n);
+  const ownBombed = await ownCommands(bomb, 10);
   // Either may have ended meanwhile (its own server starved by its bomb or its allocations): say so.
   const bombed = await bomb.getMetrics().catch(() => null);
   const hogged = await hog.getMetrics().catch(() => null);
@@ -249,6 +253,25 @@ export async function sizes(runs: number): Promise<void> {
       health <= 3 ? "met" : "NOT met"
     }`,
   );
+  console.log(
+    `bombed sandbox's own commands.run    ${ownBombed.ms.length}/10 ran, p50 ${
+      ownBombed.ms.length ? ms(ownBombed.ms, 0.5) : "-"
+    } (idle: ${ownIdle.ms.length}/10, p50 ${ms(ownIdle.ms, 0.5)}): the server's reserve`,
+  );
+}
+
+/**
+ * `n` runs of `echo ok` in `sandbox` (each bounded to 20 s): the times of those that ran (a
+ * spawn refused for want of a process slot is an error, not a time).
+ */
+async function ownCommands(sandbox: Sandbox, n: number): Promise<{ ms: number[] }> {
+  const times: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    const r = await sandbox.commands.run("echo ok", { timeout: 20 }).catch(() => null);
+    if (r?.stdout === "ok\n") times.push(performance.now() - t0);
+  }
+  return { ms: times };
 }
 
 /** Run the benchmark; returns the p50 ratio sandbox / bare server. */
