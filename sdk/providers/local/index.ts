@@ -238,16 +238,47 @@ export class LocalProvider implements SandboxProvider {
       : null;
     if (key !== null) {
       const dir = new PoolDir(this.home, key);
-      const claimed = await this.#claim(dir, request);
-      await this.#refill(dir, poolSpec(request, isolation, this.#limits), pool.size);
+      // The refill (a look at the pool, its spec written, a filler started) starts as soon as a
+      // waiting sandbox is taken, beside the claim's round trip to its supervisor.
+      const spec = poolSpec(request, isolation, this.#limits);
+      let refill: Promise<void> | undefined;
+      const refillNow = () => {
+        if (!refill) {
+          refill = this.#refill(dir, spec, pool.size);
+          refill.catch(() => {}); // awaited below; not an unhandled rejection meanwhile
+        }
+        return refill;
+      };
+      let claimed: SandboxHandle | null;
+      try {
+        claimed = await this.#claim(dir, request, refillNow);
+      } catch (e) {
+        await refill?.catch(() => {});
+        throw e;
+      }
+      try {
+        await refillNow();
+      } catch (e) {
+        // A create that fails leaves nothing behind: not the sandbox it claimed either.
+        if (claimed) await this.kill(claimed.info.sandboxId).catch(() => {});
+        throw e;
+      }
       if (claimed) return claimed;
     }
     return await this.#create(request, isolation);
   }
 
-  /** Take a sandbox out of `pool` and hand it to `request`'s caller, or null if none is ready. */
-  async #claim(pool: PoolDir, request: ProviderCreateRequest): Promise<SandboxHandle | null> {
+  /**
+   * Take a sandbox out of `pool` and hand it to `request`'s caller, or null if none is ready.
+   * `taken` is called once one has left the pool (the refill may start then).
+   */
+  async #claim(
+    pool: PoolDir,
+    request: ProviderCreateRequest,
+    taken: () => void,
+  ): Promise<SandboxHandle | null> {
     for (let id = await pool.take(); id !== null; id = await pool.take()) {
+      taken();
       const dir = new SandboxDir(this.home, id);
       const state = await readState(dir);
       if (state?.pool?.key !== pool.key) continue;
