@@ -23,7 +23,7 @@ import { compilePolicy } from "./policy/compile.ts";
 import { loadPolicyFile } from "./policy/read.ts";
 import type { PolicyFile } from "./policy/schema.ts";
 import type { EndpointId } from "./endpoints.ts";
-import { closeTrees, treeMode } from "./process/trees.ts";
+import { checkAskedTreeMode, closeTrees, treeMode } from "./process/trees.ts";
 import { ServerState } from "./state.ts";
 import { generateToken } from "./token.ts";
 
@@ -218,7 +218,7 @@ async function loadCommands(registry: CommandRegistry, file: string): Promise<vo
 export async function startServer(options: StartServerOptions = {}): Promise<SandbarServer> {
   const env = options.env ?? Deno.env.toObject();
   procAccess(); // a wrong SANDBAR_PROC stops the server here, not at its first process
-  treeMode(); // so does a SANDBAR_PROCESS_TREES that asks for what this host cannot do
+  checkAskedTreeMode(); // so does a SANDBAR_PROCESS_TREES that asks for what this host cannot do
   const root = resolve(options.root ?? Deno.cwd());
   const file = options.policyFile ? await loadPolicyFile(options.policyFile) : options.policy;
   const given = options.token ?? env.SVC_SERVER_TOKEN;
@@ -298,11 +298,13 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
   // ~0.1 s; see docs/security.md) would otherwise be the first command's wait. Started once the
   // caller has been told the server listens (a timer, after this function's caller has printed
   // its line): making the worker blocks this thread for 20-50 ms, which the caller's way to its
-  // first request overlaps instead of waiting for.
+  // first request overlaps instead of waiting for. How process trees are ended is found then too
+  // (libc loaded, a cgroup probed: 15-90 ms measured here).
   let prepare: ReturnType<typeof setTimeout> | undefined;
   if (PROCESS_ENDPOINTS.some((id) => policy.endpoints.get(id)?.enabled)) {
     prepare = setTimeout(() => {
       try {
+        treeMode(); // how process trees are ended: found now, not at the first process
         confinements(state).spawner("default");
       } catch (e) {
         // Not fatal here: the first process start makes it again and reports the reason.

@@ -70,7 +70,8 @@ let chosen: TreeCgroups | null | undefined;
 /** Why trees run in session mode (set by `choose`), for the capabilities document. */
 let sessionReason = "";
 
-function choose(): TreeCgroups | null {
+/** The way `SANDBAR_PROCESS_TREES` asks for, or undefined; throws for an unknown one. */
+function askedWay(): string | undefined {
   const asked = Deno.env.get("SANDBAR_PROCESS_TREES") || undefined;
   if (asked !== undefined && !ASKED.includes(asked)) {
     throw new Error(
@@ -79,6 +80,22 @@ function choose(): TreeCgroups | null {
       }`,
     );
   }
+  return asked;
+}
+
+/**
+ * What a server checks at start: a `SANDBAR_PROCESS_TREES` it does not know, or a cgroup way it
+ * asks for and this host cannot give, stops the server with the reason. Unasked, the way is
+ * found later (its probe loads libc and moves the process: tens of milliseconds the server's
+ * start does not wait for; see `serve.ts`).
+ */
+export function checkAskedTreeMode(): void {
+  const asked = askedWay();
+  if (asked !== undefined && asked !== "session") treeMode();
+}
+
+function choose(): TreeCgroups | null {
+  const asked = askedWay();
   if (asked === "session") {
     sessionReason = "SANDBAR_PROCESS_TREES=session";
     return null;
