@@ -326,14 +326,21 @@ export function renewedCgroup(ref: CgroupRef): CgroupRef {
 }
 
 /**
- * Make the cgroup and set its limits, and inside it the `work` cgroup the server's children go
+ * Make the cgroup and set its limits; then, inside it, the `work` cgroup the server's children go
  * to, with the limits less the server's reserve (see `cgroup_reserve.ts`). Throws when the kernel
- * refuses one (the half-made cgroup is removed).
+ * refuses a limit (the half-made cgroup is removed). The reserve is a protection of the server,
+ * not a size asked for: where the kernel refuses it, the sandbox runs without it (its sizes still
+ * hold) and the answer is why, to be logged; null when it is made.
  */
-export function createCgroup(ref: CgroupRef, limits: Limits): void {
+export function createCgroup(ref: CgroupRef, limits: Limits): string | null {
   try {
     for (const [controller, dir] of Object.entries(ref.dirs)) makeDir(ref, controller, dir);
     setLimits(ref, limits);
+  } catch (e) {
+    removeCgroup(ref);
+    throw e;
+  }
+  try {
     if (ref.version === 2) {
       const dir = ref.dirs.unified;
       write(join(dir, "cgroup.subtree_control"), V2_CONTROLLERS.map((c) => `+${c}`).join(" "));
@@ -342,10 +349,39 @@ export function createCgroup(ref: CgroupRef, limits: Limits): void {
     const work = workDirs(ref);
     for (const dir of Object.values(work)) Deno.mkdirSync(dir, { recursive: true });
     setLimits({ version: ref.version, dirs: work }, workLimits(limits), false);
+    return null;
   } catch (e) {
-    removeCgroup(ref);
-    throw e;
+    removeReserve(ref);
+    return `the server's reserve (a work cgroup) could not be made: ${(e as Error).message}`;
   }
+}
+
+/** Whether the sandbox's cgroup has its `work` cgroup (see `createCgroup`). */
+export function hasReserve(ref: CgroupRef): boolean {
+  return Object.values(workDirs(ref)).every((d) => {
+    try {
+      return Deno.statSync(d).isDirectory;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** Undo a half-made reserve: its directories, and on v2 the controllers handed to them. */
+function removeReserve(ref: CgroupRef): void {
+  for (const dir of Object.values(workDirs(ref))) {
+    try {
+      Deno.removeSync(dir);
+    } catch { /* not made */ }
+  }
+  if (ref.version !== 2) return;
+  try {
+    Deno.removeSync(join(ref.dirs.unified, "server"));
+  } catch { /* not made */ }
+  try {
+    const off = V2_CONTROLLERS.map((c) => `-${c}`).join(" ");
+    write(join(ref.dirs.unified, "cgroup.subtree_control"), off);
+  } catch { /* never on */ }
 }
 
 /**
@@ -415,14 +451,16 @@ function setLimits(ref: CgroupRef, limits: Limits, weight = true): void {
  */
 export function enterArgv(ref: CgroupRef, argv: string[]): string[] {
   const q = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
-  const files = entryDirs(ref).map((d) => q(join(d, "cgroup.procs"))).join(" ");
-  const work = workDescriptorFiles(ref);
+  const reserve = hasReserve(ref);
+  const entry = reserve ? entryDirs(ref) : [...new Set(Object.values(ref.dirs))];
+  const files = entry.map((d) => q(join(d, "cgroup.procs"))).join(" ");
+  const work = reserve ? workDescriptorFiles(ref) : { files: [], spec: "" };
   const opens = work.files.map(([fd, file]) => `exec ${fd}>${q(file)} || exit 125; `).join("");
+  const named = reserve ? `SANDBAR_WORK_FDS='${work.spec}'; export SANDBAR_WORK_FDS; ` : "";
   return [
     "/bin/sh",
     "-c",
-    `for f in ${files}; do echo $$ > "$f" || exit 125; done; ${opens}` +
-    `SANDBAR_WORK_FDS='${work.spec}'; export SANDBAR_WORK_FDS; exec "$@"`,
+    `for f in ${files}; do echo $$ > "$f" || exit 125; done; ${opens}${named}exec "$@"`,
     "sandbar-enter",
     ...argv,
   ];

@@ -512,9 +512,10 @@ async function main(path: string): Promise<number> {
       return 1;
     }
   }
+  let noReserve: string | null = null;
   if (state.cgroup) {
     try {
-      createCgroup(state.cgroup, {
+      noReserve = createCgroup(state.cgroup, {
         cpu: state.resources.cpu,
         memory: state.resources.memory,
         pids: state.pids ?? null,
@@ -533,6 +534,8 @@ async function main(path: string): Promise<number> {
   }
   const [cmd, ...args] = argv;
   sup.log = await Deno.open(dir.log, { append: true, create: true, mode: 0o600 });
+  // Its sizes hold without it; the log says why its server has no reserve.
+  if (noReserve) await sup.log.write(new TextEncoder().encode(`sandbar: ${noReserve}\n`));
   sup.child = new Deno.Command(cmd, {
     args,
     env: state.launch.env,
