@@ -439,6 +439,10 @@ while True:
       '(exec 3<"$f") 2>/dev/null && echo "$f open" || echo closed; done',
   );
   assert.equal(peek.stdout, "1\nclosed\nclosed\nclosed\n");
+  // The server starts the sandbox's processes, and holds the channel's sockets: none of them is
+  // inherited (a command's descriptors are its standard streams only).
+  const fds = await sandbox.commands.run("ls -l /proc/self/fd/ | grep -c socket: || true");
+  assert.equal(fds.stdout, "0\n");
 });
 
 Deno.test("no program behind a port gets the access token; the gateway still refuses strangers", async () => {
