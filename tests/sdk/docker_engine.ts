@@ -7,9 +7,9 @@
  * changes, stopped when the file's tests end. Without `dockerd` on PATH the tests are ignored,
  * except under CI (`CI` set), where they fail.
  *
- * The base image `sandbar-test-base:bookworm`: no image registry is reachable here, so it is a
+ * The base image `sandbar-test-base:bookworm-curl`: no image registry is reachable here, so it is a
  * root file system made from Debian's packages by `debootstrap --variant=minbase` (bookworm,
- * with python3, python3-ipykernel and procps; about 2 minutes, once), kept as a tarball in
+ * with python3, python3-ipykernel, procps and curl; about 2 minutes, once), kept as a tarball in
  * `~/.cache/sandbar/` and imported into an engine that lacks it (about 5 s). Debian's own
  * packages rather than the host's files: a real distribution image, as users' images are, that
  * does not change with what this machine has installed.
@@ -17,9 +17,9 @@
 
 import { join } from "node:path";
 
-/** The test image. */
-export const BASE_IMAGE = "sandbar-test-base:bookworm";
-const PACKAGES = "python3,python3-ipykernel,procps";
+/** The test image (its tag names what it has beyond python, so an engine holding an older one imports it). */
+export const BASE_IMAGE = "sandbar-test-base:bookworm-curl";
+const PACKAGES = "python3,python3-ipykernel,procps,curl";
 
 /** A running engine. */
 export interface TestEngine {

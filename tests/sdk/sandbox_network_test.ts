@@ -78,10 +78,6 @@ Deno.test("Sandbox.create network option: checked with the nearest name, and off
   );
   await assert.rejects(Sandbox.create({ network: "on" as never }), ValidationError);
   await assert.rejects(
-    Sandbox.create({ provider: "docker", template: "debian:bookworm", network: true }),
-    ProviderFeatureNotSupportedError,
-  );
-  await assert.rejects(
     Sandbox.create({ isolation: "none", network: true }),
     ProviderFeatureNotSupportedError,
   );

@@ -10,6 +10,8 @@
  */
 
 import { join } from "node:path";
+import type { NetworkConfig } from "../../../server/egress/rules.ts";
+import type { AuditEntry } from "../../../server/pipeline/audit.ts";
 import {
   ProviderFeatureNotSupportedError,
   SandboxError,
@@ -19,6 +21,7 @@ import {
 } from "../../errors/mod.ts";
 import type { SandboxEvent, SandboxInfo, SandboxMetrics } from "../../models/sandbox.ts";
 import { newSandboxId, newSandboxToken } from "../ids.ts";
+import { placeholderEnvs, withPlaceholders } from "../secret_placeholders.ts";
 import { capabilityNames } from "../capabilities.ts";
 import { denoDir } from "../local/launch.ts";
 import { cacheSandboxModules, packageSource } from "../local/package_source.ts";
@@ -34,6 +37,18 @@ import type {
 import { DockerChannel, newSocketName } from "./channel.ts";
 import { CHANNEL_ENV } from "../local/channel.ts";
 import { randomHex } from "../local/relay_dials.ts";
+import {
+  EGRESS_CA_DIR,
+  EGRESS_LABEL,
+  EGRESS_SOCKET,
+  keeperAudit,
+  keeperDir,
+  startKeeper,
+  stopKeeper,
+  updateKeeper,
+  watchKeeper,
+} from "./egress.ts";
+import { egressEnvironment } from "./egress_env.ts";
 import { Engine, engineAddress, EngineError, engineIsLocal } from "./engine.ts";
 import {
   ACCESS_TOKEN_ENV,
@@ -161,12 +176,6 @@ export class DockerProvider implements SandboxProvider {
         { suggestion: "Leave out `isolation` (it is the local provider's)." },
       );
     }
-    if (request.network !== undefined) {
-      throw new ProviderFeatureNotSupportedError(
-        "network: the docker provider does not run an egress proxy yet",
-        { suggestion: "Leave out `network`, or use the local provider." },
-      );
-    }
     if (!IMAGE_REF.test(request.template)) {
       throw new ValidationError(`template "${request.template}" is not an image reference`, {
         suggestion: 'Name a local image, for example "debian:bookworm" or one built with ' +
@@ -206,10 +215,12 @@ export class DockerProvider implements SandboxProvider {
     }
     const id = newSandboxId();
     const hostDir = join(this.home, id);
+    // With `network`: its egress keeper's directory (outside the container).
+    const egressDir = request.network ? keeperDir(this.#sandbarHome, id) : undefined;
     await Deno.mkdir(join(hostDir, "sock"), { recursive: true, mode: 0o755 });
     await Deno.chmod(hostDir, 0o755);
     try {
-      return await this.#start(request, id, hostDir, volumes);
+      return await this.#start(request, id, hostDir, volumes, egressDir);
     } catch (e) {
       await this.engine.fetch("DELETE", `/containers/${containerName(id)}`, {
         query: { force: true, v: true },
@@ -217,6 +228,7 @@ export class DockerProvider implements SandboxProvider {
       }).then((r) => r.body?.cancel()).catch(() => {});
       CHANNELS.get(id)?.then((c) => c.close()).catch(() => {});
       CHANNELS.delete(id);
+      if (egressDir) await stopKeeper(egressDir).catch(() => {});
       await removeTree(hostDir).catch(() => {});
       throw e;
     }
@@ -227,6 +239,7 @@ export class DockerProvider implements SandboxProvider {
     id: string,
     hostDir: string,
     volumes: Record<string, string>,
+    egressDir: string | undefined,
   ): Promise<SandboxHandle> {
     const source = packageSource();
     const cache = denoDir();
@@ -239,6 +252,9 @@ export class DockerProvider implements SandboxProvider {
       : undefined;
     const policy = policyFor(request.policy, source, cache);
     if (request.policy !== undefined) await validatePolicy(policy);
+    // Each secret's variable holds a placeholder inside; the value stays in the egress keeper.
+    const network = withPlaceholders(request.network);
+    const envs = placeholderEnvs(request.envs, network, RESERVED_ENV);
     const env: Record<string, string> = {
       HOME: INSIDE.home,
       LANG: "C.UTF-8",
@@ -247,19 +263,24 @@ export class DockerProvider implements SandboxProvider {
       DENO_NO_UPDATE_CHECK: "1",
       SANDBAR_PROC: "open",
       SANDBAR_STATE_DIR: `${INSIDE.run}/state`,
-      ...request.envs,
+      // The container's network is the provider's: none, or the egress proxy alone.
+      SANDBAR_EGRESS: "provider",
+      ...envs,
+      ...(network ? egressEnvironment(network) : {}),
     };
     // This process's socket, made before the container: the relay preloaded into the server
     // connects to it with a one-time key that goes in with the tokens.
     const socketName = newSocketName();
     const channelSocket = `${INSIDE.host}/sock/${socketName}`;
     const relayKey = randomHex(32);
+    const egressSocket = network ? `${INSIDE.host}/${EGRESS_SOCKET}` : undefined;
     const server = serverArgv({
       source,
       policy,
       env: { ...env, SVC_SERVER_TOKEN: serverToken, [ACCESS_TOKEN_ENV]: accessToken },
       commandsFile,
       channelSocket,
+      egressSocket,
     });
     await cacheSandboxModules(source, cache);
     // From a checkout: the modules' transpiled JavaScript into the cache the container mounts
@@ -296,6 +317,21 @@ export class DockerProvider implements SandboxProvider {
         source.module("server/main.ts"),
       ]),
     };
+    const name = containerName(id);
+    if (egressDir && network) {
+      // Before the container: the engine binds the CA directory, and the proxy must listen
+      // before anything inside can reach out.
+      await startKeeper(egressDir, {
+        id,
+        engine: this.engine.describe(),
+        container: name,
+        network,
+        socket: join(hostDir, EGRESS_SOCKET),
+        caDir: join(hostDir, EGRESS_CA_DIR),
+        startTimeoutMs: ((request.requestTimeout ?? DEFAULT_START_TIMEOUT) + 60) * 1000,
+      }, source);
+      labels[EGRESS_LABEL] = egressDir;
+    }
     const body = containerBody({
       image: request.template,
       labels,
@@ -306,6 +342,8 @@ export class DockerProvider implements SandboxProvider {
         [CHANNEL_ENV.socket]: channelSocket,
         [CHANNEL_ENV.key]: RELAY_KEY_INSIDE,
         [CHANNEL_ENV.keep]: "1",
+        // With `network`, the relay is the egress bridge too (127.0.0.1:3128 to the proxy).
+        ...(egressSocket ? { [CHANNEL_ENV.egress]: egressSocket } : {}),
       },
       server,
       source,
@@ -317,8 +355,8 @@ export class DockerProvider implements SandboxProvider {
       memory: request.memory,
       pids: request.pids,
       disk: request.disk,
+      egressCaDir: network?.secrets?.length ? join(hostDir, EGRESS_CA_DIR) : undefined,
     });
-    const name = containerName(id);
     try {
       await this.engine.call("POST", "/containers/create", { query: { name }, body });
     } catch (e) {
@@ -350,6 +388,8 @@ export class DockerProvider implements SandboxProvider {
       await startup.sendTokens(serverToken, accessToken, relayKey);
       await this.engine.call("POST", `/containers/${name}/start`, { accept: [304] });
       const deadline = Date.now() + (request.requestTimeout ?? DEFAULT_START_TIMEOUT) * 1000;
+      // The keeper waits on the container from now, ending with it.
+      if (egressDir) await watchKeeper(egressDir, id);
       // The relay connects before the server loads; the container's end fails both.
       await Promise.all([ready, startup.wait(id, deadline)]);
       return await this.#handle(id, labels, "running", deadline, startup);
@@ -593,6 +633,9 @@ export class DockerProvider implements SandboxProvider {
     for (let i = 0; i < 100 && res.status === 409 && (await this.#inspect(id)); i++) {
       await new Promise((r) => setTimeout(r, 50));
     }
+    // Its egress keeper ends itself when the container ends; here it is gone when kill returns.
+    const keeper = keeperOf(id, labels);
+    if (keeper) await stopKeeper(keeper).catch(() => {});
     // The host directory the labels name, only where this provider's homes keep them.
     const dir = labels["sandbar.host-dir"];
     if (dir && dir.endsWith(`/docker/${id}`)) await removeTree(dir).catch(() => {});
@@ -680,6 +723,26 @@ export class DockerProvider implements SandboxProvider {
     return await this.#oomEvents(await this.#live(sandboxId));
   }
 
+  /** New network rules for a sandbox created with `network`; how many connections closed. */
+  async updateNetwork(sandboxId: string, network: NetworkConfig | false): Promise<number> {
+    return await updateKeeper(await this.#keeper(sandboxId), sandboxId, network);
+  }
+
+  /** The sandbox's last `limit` egress audit lines. */
+  async networkAudit(sandboxId: string, limit: number): Promise<AuditEntry[]> {
+    return await keeperAudit(await this.#keeper(sandboxId), sandboxId, limit);
+  }
+
+  async #keeper(id: string): Promise<string> {
+    const dir = keeperOf(id, (await this.#live(id)).labels);
+    if (!dir) {
+      throw new SandboxError(
+        `Sandbox ${id}: it was created without \`network\`: it has no network to change`,
+      );
+    }
+    return dir;
+  }
+
   /** CPU, memory and process counts now, from the engine's stats. */
   async getMetrics(sandboxId: string): Promise<SandboxMetrics> {
     const found = await this.#live(sandboxId);
@@ -718,6 +781,15 @@ interface DockerStats {
   cpu_stats: { cpu_usage: { total_usage: number } };
   memory_stats: { usage?: number; limit?: number; failcnt?: number };
   pids_stats?: { current?: number; limit?: number };
+}
+
+/**
+ * The egress keeper's directory a sandbox's labels name, only where this provider keeps them
+ * for that id (an image committed from another sandbox carries that one's labels).
+ */
+function keeperOf(id: string, labels: Record<string, string>): string | null {
+  const dir = labels[EGRESS_LABEL];
+  return dir && dir.endsWith(`/docker-egress/${id}`) ? dir : null;
 }
 
 async function endOf(labels: Record<string, string>): Promise<Date> {

@@ -9,7 +9,7 @@
  * | ----------------------- | ---------------------------------------------------------------- |
  * | `/opt/sandbar/bin/deno` | this Deno, read-only                                             |
  * | the package, DENO_DIR   | read-only, at their host paths                                   |
- * | `/run/sandbar-host`     | the sandbox's host directory, read-only: the policy, the end of its lifetime, the SDK processes' sockets |
+ * | `/run/sandbar-host`     | the sandbox's host directory, read-only: the policy, the end of its lifetime, the SDK processes' sockets, the egress proxy's socket |
  * | `/run/sandbar`          | a tmpfs: the server's state                                      |
  * | `/home/user`            | the working directory (the server's root)                        |
  *
@@ -25,7 +25,10 @@
  * since the epoch) from `/run/sandbar-host/end_at` every second; when it has passed it kills
  * every process, the server ends, `docker-init` ends and the engine removes the container
  * (`AutoRemove`, anonymous volumes with it). The container has no network (`NetworkMode:
- * none`); the SDK reaches the server through the relay (`channel.ts`).
+ * none`); the SDK reaches the server through the relay (`channel.ts`), and a sandbox created with
+ * `network` reaches out only through its egress keeper's proxy (`egress_keeper.ts`), which the
+ * relay bridges to 127.0.0.1:3128 (the local provider's bridge); with secrets, its CA
+ * certificate is bound read-only at `/opt/sandbar/egress-ca`.
  *
  * @module
  */
@@ -36,6 +39,7 @@ import { narrowedServerArgv } from "../../../server/launch.ts";
 import { compilePolicy } from "../../../server/policy/compile.ts";
 import type { PolicyFile } from "../../../server/policy/schema.ts";
 import { ValidationError } from "../../errors/mod.ts";
+import { EGRESS_CA_INSIDE } from "../local/channel.ts";
 import type { PackageSource } from "../local/package_source.ts";
 
 /** Where things are inside the container. */
@@ -104,6 +108,8 @@ export interface ServerInputs {
   commandsFile?: string;
   /** The creating process's socket inside, which the preloaded relay connects to. */
   channelSocket: string;
+  /** With `network`: the egress proxy's socket inside, which the relay bridges 3128 to. */
+  egressSocket?: string;
 }
 
 /** The server's argv inside the container, narrowed to the policy, with the relay preloaded. */
@@ -121,6 +127,7 @@ export function serverArgv(inputs: ServerInputs): string[] {
     throw new ValidationError(`Invalid policy: ${(e as Error).message}`);
   }
   const policyFile = `${INSIDE.host}/policy.json`;
+  const egress = inputs.egressSocket;
   const commands = inputs.commandsFile
     ? `${INSIDE.commands}/${basename(inputs.commandsFile)}`
     : undefined;
@@ -134,13 +141,14 @@ export function serverArgv(inputs: ServerInputs): string[] {
     commandsFile: commands,
     policyFile,
     cachedOnly: true,
-    // The relay's own permissions on top of the server's: its socket, its key.
+    // The relay's own permissions on top of the server's: its socket (and the egress
+    // proxy's), its key.
     denoFlags: [
       "--preload",
       inputs.source.module("sdk/providers/local/relay.ts"),
-      `--allow-net=unix:${inputs.channelSocket}`,
-      `--allow-read=${INSIDE.host}/sock,${RELAY_KEY_INSIDE}`,
-      `--allow-write=${INSIDE.host}/sock,${RELAY_KEY_INSIDE}`,
+      `--allow-net=unix:${inputs.channelSocket}${egress ? `,unix:${egress}` : ""}`,
+      `--allow-read=${INSIDE.host}/sock,${RELAY_KEY_INSIDE}${egress ? `,${egress}` : ""}`,
+      `--allow-write=${INSIDE.host}/sock,${RELAY_KEY_INSIDE}${egress ? `,${egress}` : ""}`,
     ],
     serverArgs: [
       "--root",
@@ -220,6 +228,8 @@ export interface ContainerInputs {
   pids?: number;
   /** Disk in MB (needs a storage driver that caps it). */
   disk?: number;
+  /** The sandbox's egress CA directory on the host (with secrets), bound read-only inside. */
+  egressCaDir?: string;
 }
 
 /** The engine's `POST /containers/create` body. */
@@ -230,6 +240,7 @@ export function containerBody(inputs: ContainerInputs): Record<string, unknown> 
     `${inputs.denoDir}:${inputs.denoDir}:ro`,
     `${inputs.hostDir}:${INSIDE.host}:ro`,
     ...(inputs.commandsFile ? [`${dirname(inputs.commandsFile)}:${INSIDE.commands}:ro`] : []),
+    ...(inputs.egressCaDir ? [`${inputs.egressCaDir}:${EGRESS_CA_INSIDE}:ro`] : []),
     ...Object.entries(inputs.volumes).map(([name, path]) => `${name}:${path}`),
   ];
   const hostConfig: Record<string, unknown> = {

@@ -20,7 +20,10 @@ export type ControlRequest =
   | { op: "set_timeout"; seconds: number }
   | ClaimRequest
   | { op: "network_update"; network: NetworkConfig | false }
-  | { op: "network_audit"; limit: number };
+  | { op: "network_audit"; limit: number }
+  // The docker provider's egress keeper (`sdk/providers/docker/egress_keeper.ts`): the
+  // container was started; wait on it.
+  | { op: "watch" };
 
 /**
  * Hand a pooled sandbox to a caller (`pool.ts`): the tokens the caller minted replace the pool's

@@ -21,6 +21,7 @@ import {
 } from "../../errors/mod.ts";
 import type { SandboxEvent, SandboxInfo, SandboxMetrics } from "../../models/sandbox.ts";
 import { newSandboxId, newSandboxToken } from "../ids.ts";
+import { placeholderEnvs, withPlaceholders } from "../secret_placeholders.ts";
 import type {
   PortAddress,
   ProviderCreateRequest,
@@ -363,13 +364,7 @@ export class LocalProvider implements SandboxProvider {
     await warmModuleCache(source, denoDir(), this.home);
     // Each secret's variable holds a placeholder inside; the value stays in the supervisor.
     const network = withPlaceholders(request.network);
-    const envs = { ...request.envs };
-    for (const secret of network?.secrets ?? []) {
-      if (secret.env in envs || RESERVED_ENV.test(secret.env)) {
-        throw new ValidationError(`network.secrets: ${secret.env} is set in envs or reserved`);
-      }
-      envs[secret.env] = secret.placeholder!;
-    }
+    const envs = placeholderEnvs(request.envs, network, RESERVED_ENV);
     const plan = launchPlan({
       source,
       denoDir: denoDir(),
@@ -794,18 +789,6 @@ function warnNoIsolation(id: string): void {
       "processes under Deno permissions and the server's guards, with no namespaces; not a " +
       "boundary for hostile code. (Said once per process.)",
   );
-}
-
-/** `network` with a fresh placeholder for every secret that has none. */
-function withPlaceholders(network: NetworkConfig | undefined): NetworkConfig | undefined {
-  if (!network?.secrets) return network;
-  return {
-    ...network,
-    secrets: network.secrets.map((s) => ({
-      ...s,
-      placeholder: s.placeholder ?? `sandbar-placeholder-${newSandboxToken()}`,
-    })),
-  };
 }
 
 /** Wait (up to 5 s) until the supervisor process has exited, where /proc tells. */
