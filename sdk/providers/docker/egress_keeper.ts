@@ -59,7 +59,11 @@ class Keeper {
     }, this.#config.startTimeoutMs);
   }
 
-  async #handle(request: ControlRequest): Promise<ControlResponse> {
+  #handle(request: ControlRequest): Promise<ControlResponse> {
+    return Promise.resolve(this.#answer(request));
+  }
+
+  #answer(request: ControlRequest): ControlResponse {
     const ok = { ok: true as const, status: "running", endAt: "" };
     switch (request.op) {
       case "ping":
