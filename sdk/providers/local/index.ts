@@ -860,48 +860,71 @@ export async function fillPool(
   delayMs = 0,
 ): Promise<number> {
   const pool = new PoolDir(home, key);
-  if (!(await pool.lock())) return 0;
   let started = 0;
-  try {
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, delayMs);
-      signal?.addEventListener("abort", () => {
-        clearTimeout(timer);
-        resolve();
-      }, { once: true });
-    });
-    const killer = new LocalProvider({ home, pool: 0 });
-    for (const stale of await pool.stalePeers()) {
-      for (const id of await stale.ids()) await killer.kill(id).catch(() => false);
-      await stale.remove();
+  // Looked at again once the lock is let go: a create that took a sandbox while this filler was
+  // ending saw the lock held and left the refill to it (else the pool stayed short until the
+  // next create). A drained pool (its spec gone) or a stop ends it.
+  for (let first = true; first || !signal?.aborted; first = false) {
+    if (!first) {
+      const drained = !(await Deno.stat(join(pool.path, "spec.json")).catch(() => null));
+      if (drained || (await pool.ids()).length >= size) break;
     }
-    const spec = await pool.readSpec();
-    const provider = new LocalProvider({ home, pool: 0, limits: spec.limits ?? true });
-    const idle = poolSettings(0).idle;
-    for (;;) {
-      const ids = await pool.ids();
-      const waiting = [];
-      for (const id of ids) {
-        if (await readState(new SandboxDir(home, id))) waiting.push(id);
-        else await Deno.remove(join(pool.path, id)).catch(() => {}); // ended while waiting
-      }
-      if (waiting.length >= size || signal?.aborted) break;
-      const request = { ...spec.request, timeout: idle };
-      const id = await startPooled(provider, request, spec.isolation, key);
-      if (signal?.aborted) {
-        await provider.kill(id);
-        break;
-      }
-      try {
-        await pool.add(id);
-      } catch (e) {
-        await provider.kill(id); // the pool was drained meanwhile: nobody could claim it
-        throw e;
-      }
-      started++;
+    if (!(await pool.lock())) break;
+    try {
+      started += await fillLocked(pool, home, key, size, signal, first ? delayMs : 0);
+    } finally {
+      await pool.unlock();
     }
-  } finally {
-    await pool.unlock();
+  }
+  return started;
+}
+
+/** {@linkcode fillPool} holding the pool's lock: how many sandboxes it started. */
+async function fillLocked(
+  pool: PoolDir,
+  home: string,
+  key: string,
+  size: number,
+  signal: AbortSignal | undefined,
+  delayMs: number,
+): Promise<number> {
+  let started = 0;
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, delayMs);
+    signal?.addEventListener("abort", () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
+  const killer = new LocalProvider({ home, pool: 0 });
+  for (const stale of await pool.stalePeers()) {
+    for (const id of await stale.ids()) await killer.kill(id).catch(() => false);
+    await stale.remove();
+  }
+  const spec = await pool.readSpec();
+  const provider = new LocalProvider({ home, pool: 0, limits: spec.limits ?? true });
+  const idle = poolSettings(0).idle;
+  for (;;) {
+    const ids = await pool.ids();
+    const waiting = [];
+    for (const id of ids) {
+      if (await readState(new SandboxDir(home, id))) waiting.push(id);
+      else await Deno.remove(join(pool.path, id)).catch(() => {}); // ended while waiting
+    }
+    if (waiting.length >= size || signal?.aborted) break;
+    const request = { ...spec.request, timeout: idle };
+    const id = await startPooled(provider, request, spec.isolation, key);
+    if (signal?.aborted) {
+      await provider.kill(id);
+      break;
+    }
+    try {
+      await pool.add(id);
+    } catch (e) {
+      await provider.kill(id); // the pool was drained meanwhile: nobody could claim it
+      throw e;
+    }
+    started++;
   }
   return started;
 }
