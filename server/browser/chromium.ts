@@ -7,6 +7,7 @@
  * @module
  */
 
+import { treeIntoWork } from "../process/work_cgroup.ts";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser } from "puppeteer-core";
@@ -183,6 +184,10 @@ export async function launchChromium(
       timeout: 60_000,
       protocolTimeout: 180_000,
     });
+    // In a local sandbox, Chromium and its zygotes join the programs, away from the server's
+    // reserve; the renderers they fork later are born there (`process/work_cgroup.ts`).
+    const pid = browser.process()?.pid;
+    if (pid !== undefined) treeIntoWork(pid);
     return { browser, dir };
   } catch (e) {
     await Deno.remove(dir, { recursive: true }).catch(() => {});

@@ -15,7 +15,8 @@
  * - born inside (cgroup v1): the spawner thread that calls `posix_spawn` moves into `work`
  *   (v1 moves one thread by its id) for the call, so the child is in `work` from its first
  *   instruction ({@linkcode threadIntoWork});
- * - moved after ({@linkcode intoWork}): a child born beside the server (v2, whose domain cgroups
+ * - moved after ({@linkcode intoWork}; {@linkcode treeIntoWork} for Chromium, which puppeteer
+ *   starts, with whatever it forked before the server saw it): a child born beside the server (v2, whose domain cgroups
  *   take whole processes; a spawn that is not on a spawner thread; a spawn refused because a bomb
  *   holds all of `work`'s slots, made again beside the server) is moved once its spawn returns.
  *   The kernel holds a fork to the limit, not a move, so a command still starts during a bomb;
@@ -26,6 +27,7 @@
  */
 
 import { libc, libcAvailable } from "../libc/index.ts";
+import { listProcessIds, readProcFile } from "../pty/procfs.ts";
 
 interface Descriptors {
   /** `work`'s `cgroup.procs`, per hierarchy. */
@@ -100,4 +102,36 @@ export function intoWork(pid: number): boolean {
 export function threadIntoWork(tid: number, inside = true): boolean {
   const { tasks, back } = workDescriptors();
   return writeEach(inside ? tasks : back, tid);
+}
+
+/**
+ * Move `pid` and every process descending from it into `work`, for a program the server did not
+ * spawn itself (Chromium, which puppeteer starts) and found only once running. Two rounds: a
+ * process forked between the first look and its parent's move is caught by the second; what its
+ * parent forks after the move is born in `work`. (What left the tree by a double fork before, such
+ * as Chromium's two crash handlers, stays beside the server.) How many moves the kernel took.
+ */
+export function treeIntoWork(pid: number): number {
+  if (workDescriptors().procs.length === 0 || !libcAvailable()) return 0;
+  let moved = 0;
+  for (let round = 0; round < 2; round++) {
+    const parent = new Map<number, number>();
+    for (const p of listProcessIds()) {
+      const text = readProcFile(`/proc/${p}/stat`);
+      // pid (comm) state ppid …: comm may hold spaces and parentheses.
+      if (text !== undefined) parent.set(p, +text.slice(text.lastIndexOf(")") + 2).split(" ")[1]);
+    }
+    const tree = new Set([pid]);
+    for (let grew = true; grew;) {
+      grew = false;
+      for (const [p, pp] of parent) {
+        if (!tree.has(p) && tree.has(pp)) {
+          tree.add(p);
+          grew = true;
+        }
+      }
+    }
+    for (const p of tree) if (intoWork(p)) moved++;
+  }
+  return moved;
 }

@@ -15,6 +15,7 @@ import {
   runChild,
   useSandbarHome,
 } from "./sandbox_helpers.ts";
+import { onPath } from "../../sdk/providers/local/on_path.ts";
 
 const home = await useSandbarHome();
 Deno.test.afterAll(() => dropSandbarHome(home));
@@ -261,6 +262,51 @@ Deno.test({
     assert.equal(own.memTotal, 512 * 1024 * 1024);
     assert.equal(own.processLimit, 1024);
     assert.equal(own.diskTotal, m.disk.totalBytes);
+  },
+});
+
+/** `name` of each process directly in the sandbox's memory cgroup, and in its `work`. */
+function memoryMembers(state: State): { sandbox: string[]; work: string[] } {
+  const dir = state.cgroup.version === 2 ? state.cgroup.dirs.unified : state.cgroup.dirs.memory;
+  const names = (file: string) =>
+    Deno.readTextFileSync(file).split("\n").filter(Boolean).map((pid) => {
+      try {
+        return Deno.readTextFileSync(`/proc/${pid}/comm`).trim();
+      } catch {
+        return "(gone)";
+      }
+    });
+  const own = state.cgroup.version === 2 ? `${dir}/server/cgroup.procs` : `${dir}/cgroup.procs`;
+  return { sandbox: names(own), work: names(`${dir}/work/cgroup.procs`) };
+}
+
+Deno.test({
+  name: "what the server starts (commands, Chromium) runs in the programs' share, not its reserve",
+  ignore: ignore || !onPath("chromium"),
+  fn: async () => {
+    await using sandbox = await Sandbox.create({
+      memory: 1024,
+      policy: { endpoints: { browser: true }, url_allow: ["http://127.0.0.1:*"] },
+    });
+    await sandbox.files.write("index.html", "<title>t</title>");
+    await sandbox.commands.start("python3 -m http.server 8000", { timeout: 0 });
+    assert.ok(
+      await holdsWithin(
+        async () =>
+          (await sandbox.commands.run(
+            "python3 -c 'import urllib.request as u; " +
+              'u.urlopen("http://127.0.0.1:8000/")\'',
+          )).exitCode === 0,
+        20,
+      ),
+    );
+    const nav = await sandbox.server.browser.navigate("http://127.0.0.1:8000/index.html");
+    assert.equal(nav.status, 200);
+    const { sandbox: beside, work } = memoryMembers(stateOf(sandbox));
+    assert.ok(work.includes("python3"), work.join(" "));
+    assert.ok(work.filter((n) => n === "chromium").length >= 2, work.join(" "));
+    assert.ok(!beside.includes("chromium"), `beside the server: ${beside.join(" ")}`);
+    assert.ok(!beside.includes("python3"), `beside the server: ${beside.join(" ")}`);
   },
 });
 
