@@ -2,15 +2,18 @@
  * The docker provider against a real `dockerd` (see `docker_engine.ts`): a sandbox from a local
  * image with commands, files, a Python context and a terminal; `list`, `connect` and `killById`
  * from a second process; the lifetime ending the container after the creating process is gone;
- * nothing left after kill (container, anonymous volumes, host directory and sockets).
+ * nothing left after kill (container, anonymous volumes, host directory and sockets), nor after a
+ * create whose container ends before its server listens.
  */
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
+  buildTemplate,
   DockerProvider,
   ProviderFeatureNotSupportedError,
   Sandbox,
+  SandboxError,
   SandboxNotFoundError,
   ValidationError,
 } from "../../sdk/mod.ts";
@@ -218,6 +221,33 @@ Deno.test({
     await assert.rejects(Sandbox.connect(id, { provider: "docker" }), SandboxNotFoundError);
     assert.equal(await Sandbox.killById(id, { provider: "docker" }), false);
     await Deno.remove(join(home, "docker", id), { recursive: true }).catch(() => {});
+  },
+});
+
+Deno.test({
+  name: "docker: a container that ends before its server listens: a clear error, nothing left",
+  ignore,
+  async fn() {
+    await setUp();
+    // The start script's shell exits at once: the relay never connects, the server never listens.
+    const image = await buildTemplate({
+      name: "sandbar-test-noshell",
+      host: engine!.host,
+      dockerfile: `FROM ${BASE_IMAGE}\nRUN ln -sf /bin/false /bin/sh\n`,
+    });
+    const dirs = async () => {
+      const names: string[] = [];
+      await Deno.mkdir(join(home, "docker"), { recursive: true });
+      for await (const e of Deno.readDir(join(home, "docker"))) names.push(e.name);
+      return names.sort();
+    };
+    const before = { containers: (await containers()).map((c) => c.Id), dirs: await dirs() };
+    await assert.rejects(
+      Sandbox.create(image, { provider: "docker", timeout: 60 }),
+      (e: Error) => e instanceof SandboxError && /did not start/.test(e.message),
+    );
+    assert.deepEqual((await containers()).map((c) => c.Id), before.containers);
+    assert.deepEqual(await dirs(), before.dirs, "no host directory (nor socket) left");
   },
 });
 

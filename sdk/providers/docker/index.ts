@@ -375,16 +375,21 @@ export class DockerProvider implements SandboxProvider {
       throw e;
     }
     const secure = labels["sandbar.secure"] === "1";
-    const { ready } = DockerChannel.listen(join(hostDir, "sock", socketName), relayKey, {
-      sandboxId: id,
-      accessToken: secure ? accessToken : null,
-      gatewayToken: secure ? labels["sandbar.gateway-token"] : null,
-      refuse: () => this.#refusal(id),
-    });
+    const { channel, ready } = DockerChannel.listen(
+      join(hostDir, "sock", socketName),
+      relayKey,
+      {
+        sandboxId: id,
+        accessToken: secure ? accessToken : null,
+        gatewayToken: secure ? labels["sandbar.gateway-token"] : null,
+        refuse: () => this.#refusal(id),
+      },
+    );
     CHANNELS.set(id, ready);
     ready.catch(() => CHANNELS.delete(id));
-    const startup = await Startup.attach(this.engine, name);
+    let startup: Startup | undefined;
     try {
+      startup = await Startup.attach(this.engine, name);
       await startup.sendTokens(serverToken, accessToken, relayKey);
       await this.engine.call("POST", `/containers/${name}/start`, { accept: [304] });
       const deadline = Date.now() + (request.requestTimeout ?? DEFAULT_START_TIMEOUT) * 1000;
@@ -393,8 +398,13 @@ export class DockerProvider implements SandboxProvider {
       // The relay connects before the server loads; the container's end fails both.
       await Promise.all([ready, startup.wait(id, deadline)]);
       return await this.#handle(id, labels, "running", deadline, startup);
+    } catch (e) {
+      // Not connected yet: nothing else would close the socket (create's cleanup closes a
+      // channel that is in).
+      channel.close();
+      throw e;
     } finally {
-      startup.close();
+      startup?.close();
     }
   }
 
