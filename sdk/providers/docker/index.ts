@@ -222,12 +222,9 @@ export class DockerProvider implements SandboxProvider {
     try {
       return await this.#start(request, id, hostDir, volumes, egressDir);
     } catch (e) {
-      await this.engine.fetch("DELETE", `/containers/${containerName(id)}`, {
-        query: { force: true, v: true },
-        accept: [404, 409],
-      }).then((r) => r.body?.cancel()).catch(() => {});
-      CHANNELS.get(id)?.then((c) => c.close()).catch(() => {});
-      CHANNELS.delete(id);
+      // As kill does: a container that ended by itself is being removed by the engine
+      // (`AutoRemove`, a 409 here), and is waited for, so that nothing is left when this throws.
+      await this.#remove(id, { "sandbar.host-dir": hostDir }).catch(() => {});
       if (egressDir) await stopKeeper(egressDir).catch(() => {});
       await removeTree(hostDir).catch(() => {});
       throw e;
