@@ -26,6 +26,7 @@
  */
 
 import { basename, dirname, join } from "node:path";
+import { type CgroupMount, cgroupMounts, ownCgroupPaths } from "../../../shared/cgroup_paths.ts";
 import { entryDirs, workDescriptorFiles, workDirs, workLimits } from "./cgroup_reserve.ts";
 
 /** Sizes in force; null where none is. */
@@ -111,41 +112,18 @@ function writable(dir: string): boolean {
   }
 }
 
-/** A mounted cgroup hierarchy: where it is mounted, and which of its cgroups is that mount's root. */
-export interface Mount {
-  /** The mount point, e.g. `/sys/fs/cgroup/memory`. */
-  point: string;
-  /** The cgroup shown at the mount point (`/` unless a container mounted only its own subtree). */
-  root: string;
-}
-
 /** Cgroup hierarchies, from `/proc/self/mountinfo`: v1 by controller, and the v2 one. */
-function mounts(): { v1: Map<string, Mount>; v2: Mount | null } {
-  const v1 = new Map<string, Mount>();
-  let v2: Mount | null = null;
-  for (const line of (read("/proc/self/mountinfo") ?? "").split("\n")) {
-    const [left, right] = line.split(" - ");
-    if (!right) continue;
-    const [, , , root, point] = left.split(" ");
-    const [type, , options] = right.split(" ");
-    if (type === "cgroup2" && (v2 === null || point === "/sys/fs/cgroup")) v2 = { point, root };
-    if (type !== "cgroup") continue;
-    for (const option of options.split(",")) {
-      if ((V1_CONTROLLERS as readonly string[]).includes(option)) v1.set(option, { point, root });
+function mounts(): { v1: Map<string, CgroupMount>; v2: CgroupMount | null } {
+  const v1 = new Map<string, CgroupMount>();
+  let v2: CgroupMount | null = null;
+  for (const mount of cgroupMounts(read("/proc/self/mountinfo") ?? "")) {
+    if (mount.type === "cgroup2") {
+      if (v2 === null || mount.point === "/sys/fs/cgroup") v2 = mount;
+      continue;
     }
+    for (const c of V1_CONTROLLERS) if (mount.options.includes(c)) v1.set(c, mount);
   }
   return { v1, v2 };
-}
-
-/** This process's cgroup paths by controller (`""` for v2's unified one). */
-function ownCgroups(): Map<string, string> {
-  const own = new Map<string, string>();
-  for (const line of (read("/proc/self/cgroup") ?? "").split("\n")) {
-    const [, controllers, path] = line.split(/:(.*?):/);
-    if (path === undefined) continue;
-    for (const c of controllers.split(",")) own.set(c, path);
-  }
-  return own;
 }
 
 /**
@@ -169,7 +147,10 @@ function ownCgroups(): Map<string, string> {
  * assert.deepEqual(cgroupCandidates(scoped, "/elsewhere"), ["/sys/fs/cgroup/memory"]);
  * ```
  */
-export function cgroupCandidates(mount: Mount, path: string | undefined): string[] {
+export function cgroupCandidates(
+  mount: Pick<CgroupMount, "point" | "root">,
+  path: string | undefined,
+): string[] {
   const root = mount.root === "/" ? "" : mount.root;
   const own = path !== undefined && (path === root || path.startsWith(`${root}/`))
     ? join(mount.point, path.slice(root.length) || "/")
@@ -203,7 +184,7 @@ function detect(): CgroupSupport {
     return { ok: false, reason: `cannot read /proc (Deno needs -A): ${(e as Error).message}` };
   }
   const { v1, v2 } = mounts();
-  const own = ownCgroups();
+  const own = ownCgroupPaths(read("/proc/self/cgroup") ?? "");
   const explicit = Deno.env.get("SANDBAR_CGROUP");
   if (explicit) return v2Parent(explicit);
   const reasons: string[] = [];
@@ -224,7 +205,7 @@ function detect(): CgroupSupport {
   return { ok: false, reason: [...new Set(reasons)].join("; ") };
 }
 
-function v1Parents(v1: Map<string, Mount>, own: Map<string, string>): CgroupSupport {
+function v1Parents(v1: Map<string, CgroupMount>, own: Map<string, string>): CgroupSupport {
   const missing = V1_CONTROLLERS.filter((c) => !v1.has(c));
   if (missing.length) {
     return { ok: false, reason: `the cgroup v1 controllers ${missing.join(", ")} are not mounted` };
