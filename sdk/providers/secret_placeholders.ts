@@ -6,30 +6,42 @@
  * @module
  */
 
-import type { NetworkConfig } from "../../server/egress/rules.ts";
+import { type NetworkConfig, NetworkRules } from "../../server/egress/rules.ts";
 import { ValidationError } from "../errors/mod.ts";
 import { newSandboxToken } from "./ids.ts";
 
 /**
- * `network` with a fresh placeholder for every secret that has none.
+ * `network` with a fresh placeholder for every secret that has none, checked again with them (a
+ * secret so short that the placeholder contains it is refused here, before anything starts).
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  * import { withPlaceholders } from "./secret_placeholders.ts";
- * const network = withPlaceholders({ secrets: [{ host: "api.test", env: "KEY", value: "s" }] });
+ * const secrets = [{ host: "api.test", env: "KEY", value: "a-long-secret-0123" }];
+ * const network = withPlaceholders({ secrets });
  * assert.match(network!.secrets![0].placeholder!, /^sandbar-placeholder-/);
+ * assert.throws(
+ *   () => withPlaceholders({ secrets: [{ host: "api.test", env: "KEY", value: "e" }] }),
+ *   /placeholder must be at least 16 characters, not the secret/,
+ * );
  * ```
  */
 export function withPlaceholders(network: NetworkConfig | undefined): NetworkConfig | undefined {
   if (!network?.secrets) return network;
-  return {
+  const placed = {
     ...network,
     secrets: network.secrets.map((s) => ({
       ...s,
       placeholder: s.placeholder ?? `sandbar-placeholder-${newSandboxToken()}`,
     })),
   };
+  try {
+    NetworkRules.compile(placed, "network");
+  } catch (e) {
+    throw new ValidationError((e as Error).message);
+  }
+  return placed;
 }
 
 /**

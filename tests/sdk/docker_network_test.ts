@@ -12,7 +12,7 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { type DockerProvider, Sandbox, SandboxError } from "../../sdk/mod.ts";
+import { type DockerProvider, Sandbox, SandboxError, ValidationError } from "../../sdk/mod.ts";
 import { isAlive, type ProcessRef } from "../../sdk/providers/local/procfs.ts";
 import { EgressCa } from "../../server/egress/tls_intercept.ts";
 import { BASE_IMAGE, dockerIgnored, type TestEngine } from "./docker_engine.ts";
@@ -234,6 +234,17 @@ Deno.test({
       return new Response("plain");
     });
     try {
+      // A secret so short that a placeholder would contain it is refused before anything starts.
+      await assert.rejects(
+        Sandbox.create(BASE_IMAGE, {
+          provider: "docker",
+          network: { secrets: [{ host: "api.secret.test", env: "API_TOKEN", value: "e" }] },
+        }),
+        (e: Error) => e instanceof ValidationError && /secrets\[0\]\.placeholder/.test(e.message),
+      );
+      const keepers = await Array.fromAsync(Deno.readDir(join(home, "docker-egress")))
+        .catch(() => []);
+      assert.deepEqual(keepers, [], "no keeper left");
       await using sandbox = await Sandbox.create(BASE_IMAGE, {
         provider: "docker",
         timeout: 180,

@@ -118,6 +118,8 @@ function relayPlan(): { argv: string[]; env: string[] } {
 
 /** Channels this process has opened, by sandbox id (one relay per process and sandbox). */
 const CHANNELS = new Map<string, Promise<DockerChannel>>();
+/** Egress keepers this process is starting, by sandbox id (until its create ends). */
+const STARTING_KEEPERS = new Map<string, Promise<void>>();
 /** Sandboxes this process paused (its gateways refuse requests meanwhile). */
 const PAUSED = new Set<string>();
 
@@ -225,9 +227,14 @@ export class DockerProvider implements SandboxProvider {
       // As kill does: a container that ended by itself is being removed by the engine
       // (`AutoRemove`, a 409 here), and is waited for, so that nothing is left when this throws.
       await this.#remove(id, { "sandbar.host-dir": hostDir }).catch(() => {});
-      if (egressDir) await stopKeeper(egressDir).catch(() => {});
+      if (egressDir) {
+        await STARTING_KEEPERS.get(id)?.catch(() => {});
+        await stopKeeper(egressDir).catch(() => {});
+      }
       await removeTree(hostDir).catch(() => {});
       throw e;
+    } finally {
+      STARTING_KEEPERS.delete(id);
     }
   }
 
@@ -316,9 +323,13 @@ export class DockerProvider implements SandboxProvider {
     };
     const name = containerName(id);
     if (egressDir && network) {
-      // Before the container: the engine binds the CA directory, and the proxy must listen
-      // before anything inside can reach out.
-      await startKeeper(egressDir, {
+      // Started beside the container, ready before create returns: the relay's bridge dials
+      // its socket only when something inside reaches out. The engine binds the CA directory,
+      // so that is made now; the keeper writes the certificates into it.
+      if (network.secrets?.length) {
+        await Deno.mkdir(join(hostDir, EGRESS_CA_DIR), { mode: 0o755 });
+      }
+      const keeper = startKeeper(egressDir, {
         id,
         engine: this.engine.describe(),
         container: name,
@@ -327,6 +338,8 @@ export class DockerProvider implements SandboxProvider {
         caDir: join(hostDir, EGRESS_CA_DIR),
         startTimeoutMs: ((request.requestTimeout ?? DEFAULT_START_TIMEOUT) + 60) * 1000,
       }, source);
+      keeper.catch(() => {});
+      STARTING_KEEPERS.set(id, keeper);
       labels[EGRESS_LABEL] = egressDir;
     }
     const body = containerBody({
@@ -390,10 +403,14 @@ export class DockerProvider implements SandboxProvider {
       await startup.sendTokens(serverToken, accessToken, relayKey);
       await this.engine.call("POST", `/containers/${name}/start`, { accept: [304] });
       const deadline = Date.now() + (request.requestTimeout ?? DEFAULT_START_TIMEOUT) * 1000;
-      // The keeper waits on the container from now, ending with it.
-      if (egressDir) await watchKeeper(egressDir, id);
-      // The relay connects before the server loads; the container's end fails both.
-      await Promise.all([ready, startup.wait(id, deadline)]);
+      // The relay connects before the server loads; the container's end fails both. The
+      // keeper, once ready, waits on the container from now, ending with it.
+      const keeper = STARTING_KEEPERS.get(id);
+      await Promise.all([
+        ready,
+        startup.wait(id, deadline),
+        keeper && egressDir ? keeper.then(() => watchKeeper(egressDir, id)) : null,
+      ]);
       return await this.#handle(id, labels, "running", deadline, startup);
     } catch (e) {
       // Not connected yet: nothing else would close the socket (create's cleanup closes a
