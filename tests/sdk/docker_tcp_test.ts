@@ -4,7 +4,8 @@
  * data plane is the same as over a Unix socket, a relay started through the engine's exec API
  * (over TCP too) that connects to a Unix socket in the sandbox's host directory, which the
  * engine binds into the container: so the engine must run on this machine. An engine elsewhere
- * is a clear error, never a sandbox that cannot be reached.
+ * is a clear error, never a sandbox that cannot be reached. A sandbox with `network` gets its
+ * egress keeper, which waits on the container over TCP as well.
  */
 
 import assert from "node:assert/strict";
@@ -38,6 +39,27 @@ Deno.test({
       assert.deepEqual(listed.map((s) => s.sandboxId), [sandbox.id]);
       await sandbox.kill();
       assert.deepEqual(await Sandbox.list({ provider }), []);
+      // With `network`, the egress keeper waits on the container over TCP too.
+      const origin = Deno.serve(
+        { hostname: "127.0.0.2", port: 0, onListen: () => {} },
+        () => new Response("reached over tcp"),
+      );
+      try {
+        const networked = await Sandbox.create(BASE_IMAGE, {
+          provider,
+          timeout: 120,
+          network: { allow: ["127.0.0.2"] },
+        });
+        const got = await networked.commands.run(
+          `curl -sS --max-time 10 http://127.0.0.2:${origin.addr.port}/`,
+        );
+        assert.equal(got.stdout, "reached over tcp", got.stderr);
+        await networked.kill();
+        const keepers = await Array.fromAsync(Deno.readDir(`${home}/docker-egress`));
+        assert.deepEqual(keepers, [], "the keeper is gone with the sandbox");
+      } finally {
+        await origin.shutdown();
+      }
       await assert.rejects(
         Sandbox.create(BASE_IMAGE, {
           provider: new DockerProvider({ host: "tcp://10.1.2.3:2375", home }),
