@@ -9,7 +9,10 @@
  * @module
  */
 
-import { libc, libcAvailable } from "../libc/index.ts";
+import { libcPart } from "../libc/index.ts";
+
+/** The calls hardening makes, bound alone: the launcher needs no more of libc. */
+const hardening = libcPart(["prctl", "environ", "opendir", "readdir", "closedir", "fcntl"]);
 
 const PR_SET_DUMPABLE = 4;
 
@@ -17,8 +20,8 @@ const PR_SET_DUMPABLE = 4;
  * Mark this process non-dumpable. Returns false where that is not possible (not Linux, no FFI).
  */
 export function hideFromSameUser(): boolean {
-  if (Deno.build.os !== "linux" || !libcAvailable()) return false;
-  return libc().prctl(PR_SET_DUMPABLE, 0n, 0n, 0n, 0n) === 0;
+  const c = hardening();
+  return c !== null && c.prctl(PR_SET_DUMPABLE, 0n, 0n, 0n, 0n) === 0;
 }
 
 /** Entries shorter than this are never taken for a secret's value. */
@@ -49,8 +52,9 @@ export function forgetSecretVariables(names: Iterable<string>): number {
   );
   // Found first and zeroed after the unset, so that `environ` keeps no emptied entry.
   const found: Uint8Array[] = [];
-  if (Deno.build.os === "linux" && libcAvailable()) {
-    const address = libc().environ;
+  const c = hardening();
+  if (c !== null) {
+    const address = c.environ;
     const table = address === null ? null : new Deno.UnsafePointerView(address).getPointer(0);
     const entries = table === null ? null : new Deno.UnsafePointerView(table);
     for (let i = 0; entries !== null; i++) {
@@ -88,8 +92,8 @@ const FD_CLOEXEC = 1;
  * ```
  */
 export function closeInheritedOnExec(): number {
-  if (Deno.build.os !== "linux" || !libcAvailable()) return 0;
-  const c = libc();
+  const c = hardening();
+  if (c === null) return 0;
   const dir = c.opendir(new TextEncoder().encode("/proc/self/fd\0"));
   if (dir === null) return 0;
   const fds: number[] = [];

@@ -83,6 +83,8 @@ export const TIOCGWINSZ = 0x5413n;
 /** Set the window size; the kernel sends `SIGWINCH` to the foreground process group. */
 export const TIOCSWINSZ = 0x5414n;
 
+import { lazyLibc } from "./lazy.ts";
+
 const SYMBOLS = {
   posix_openpt: { parameters: ["i32"], result: "i32" },
   grantpt: { parameters: ["i32"], result: "i32" },
@@ -181,6 +183,29 @@ let library: Deno.DynamicLibrary<typeof SYMBOLS> | undefined;
 export function libc(): Libc {
   library ??= Deno.dlopen("libc.so.6", SYMBOLS);
   return library.symbols;
+}
+
+/**
+ * Some of the symbols above, bound on first use in a library of their own, or null where libc
+ * cannot be opened (off Linux, no glibc, no `--allow-ffi`). Binding the whole table costs a
+ * process ~10 ms of its start (measured in a CPU profile of the launcher); a process that only
+ * hardens itself and starts another (the server's launcher) binds just what it calls.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { libcPart } from "./index.ts";
+ * const part = libcPart(["close"]);
+ * const symbols = part();
+ * if (symbols) assert.equal(symbols.close(-1), -1); // a bad descriptor
+ * assert.equal(part(), symbols); // bound once
+ * ```
+ */
+export function libcPart<K extends keyof typeof SYMBOLS>(
+  names: readonly K[],
+): () => Pick<Libc, K> | null {
+  const part = Object.fromEntries(names.map((n) => [n, SYMBOLS[n]])) as Pick<typeof SYMBOLS, K>;
+  return lazyLibc(part) as () => Pick<Libc, K> | null;
 }
 
 let loadable: boolean | undefined;
