@@ -207,10 +207,11 @@ export async function ensureBaseImage(engine: TestEngine): Promise<string> {
     await has.body?.cancel();
     if (has.ok) return BASE_IMAGE;
     const tarball = await baseTarball();
-    const [repo, tag] = BASE_IMAGE.split(":");
     const file = await Deno.open(tarball);
     const res = await fetch(
-      `http://docker/v1.41/images/create?fromSrc=-&repo=${repo}&tag=${tag}`,
+      // The tag in `repo`: Podman's compatible service ignores a separate `tag` on an import
+      // (it tags `latest`); Docker takes either.
+      `http://docker/v1.41/images/create?fromSrc=-&repo=${encodeURIComponent(BASE_IMAGE)}`,
       {
         method: "POST",
         headers: { "content-type": "application/x-tar" },
@@ -220,6 +221,9 @@ export async function ensureBaseImage(engine: TestEngine): Promise<string> {
     );
     const text = await res.text();
     if (!res.ok || text.includes('"error"')) throw new Error(`image import failed: ${text}`);
+    const made = await fetch(`http://docker/v1.41/images/${BASE_IMAGE}/json`, { client });
+    await made.body?.cancel();
+    if (!made.ok) throw new Error(`image import gave no ${BASE_IMAGE}: ${text}`);
     return BASE_IMAGE;
   } finally {
     client.close();

@@ -44,6 +44,15 @@ Deno.test({
     const metrics = await sandbox.getMetrics();
     assert.equal(metrics.memTotal, 384 * 1024 * 1024);
     assert.ok(metrics.oomKills >= 1, `oom kills: ${metrics.oomKills}`);
+    if (await provider.engine.product() === "podman") {
+      // Podman's compatible service has no `oom` event for a kill inside a running container:
+      // the count comes from the kernel, and getEvents says it cannot tell when.
+      await assert.rejects(
+        sandbox.getEvents(),
+        (e: Error) => e instanceof ProviderFeatureNotSupportedError && /Podman/.test(e.message),
+      );
+      return;
+    }
     const events = await sandbox.getEvents();
     assert.equal(events.length, metrics.oomKills);
     assert.equal(events[0].type, "oom_kill");

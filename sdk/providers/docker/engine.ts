@@ -86,6 +86,7 @@ export class Engine {
   readonly address: EngineAddress;
   readonly #client: Deno.HttpClient | undefined;
   readonly #base: string;
+  #product: Promise<"docker" | "podman"> | undefined;
 
   /** Make a client for `address` (nothing is connected until a call). */
   constructor(address: EngineAddress) {
@@ -155,6 +156,43 @@ export class Engine {
     const text = await res.text();
     if (!res.ok) return null as T;
     return (text ? JSON.parse(text) : null) as T;
+  }
+
+  /**
+   * Which engine answers: Docker's, or Podman's Docker-compatible service (`podman system
+   * service`), told apart by the `Libpod-Api-Version` header Podman puts on its answers (asked
+   * once). They differ where Podman's compatible layer does less (`docs/sdk/providers.md`,
+   * "Podman").
+   */
+  product(): Promise<"docker" | "podman"> {
+    this.#product ??= this.fetch("GET", "/_ping").then(async (res) => {
+      await res.body?.cancel();
+      return res.headers.has("libpod-api-version") ? "podman" : "docker";
+    });
+    this.#product.catch(() => this.#product = undefined);
+    return this.#product;
+  }
+
+  /**
+   * Run `cmd` in a running container through the engine's exec API (no TTY, no stdin) and
+   * return its exit code and standard output.
+   */
+  async exec(container: string, cmd: string[]): Promise<{ exitCode: number; stdout: string }> {
+    const exec = await this.call<{ Id: string }>("POST", `/containers/${container}/exec`, {
+      body: { AttachStdin: false, AttachStdout: true, AttachStderr: true, Tty: false, Cmd: cmd },
+    });
+    const stream = await this.hijack(`/exec/${exec.Id}/start`, { Detach: false, Tty: false });
+    let stdout = "";
+    try {
+      const decoder = new TextDecoder();
+      for (let frame = await stream.frame(); frame; frame = await stream.frame()) {
+        if (frame.stream === 1) stdout += decoder.decode(frame.data, { stream: true });
+      }
+    } finally {
+      stream.close();
+    }
+    const done = await this.call<{ ExitCode: number | null }>("GET", `/exec/${exec.Id}/json`);
+    return { exitCode: done.ExitCode ?? -1, stdout };
   }
 
   /** `unix:///…` or `tcp://…`, for messages. */

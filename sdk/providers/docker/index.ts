@@ -744,7 +744,37 @@ export class DockerProvider implements SandboxProvider {
 
   /** What happened to it: the kernel's OOM kills, from the engine's events. */
   async getEvents(sandboxId: string): Promise<SandboxEvent[]> {
-    return await this.#oomEvents(await this.#live(sandboxId));
+    const found = await this.#live(sandboxId);
+    if (await this.engine.product() === "podman") {
+      throw new ProviderFeatureNotSupportedError(
+        "getEvents: Podman's Docker-compatible service sends no `oom` event when the kernel " +
+          "kills a process inside a container that goes on, so the docker provider cannot " +
+          "tell when that happened on Podman",
+        { suggestion: "getMetrics().oomKills counts them (from the kernel's counter)." },
+      );
+    }
+    return await this.#oomEvents(found);
+  }
+
+  /**
+   * The kernel's count of OOM kills in the container's memory cgroup (`oom_kill` in cgroup v2's
+   * `memory.events`, v1's `memory.oom_control`), read inside through an exec: for Podman,
+   * whose events do not carry them. Processes inside cannot change it (the cgroup files are
+   * the kernel's, mounted read-only, and the container has no CAP_SYS_ADMIN to mount over them).
+   */
+  async #kernelOomKills(sandboxId: string): Promise<number> {
+    const read = await this.engine.exec(containerName(sandboxId), [
+      "/bin/sh",
+      "-c",
+      "cat /sys/fs/cgroup/memory.events 2>/dev/null || cat /sys/fs/cgroup/memory/memory.oom_control",
+    ]);
+    const count = /^oom_kill (\d+)$/m.exec(read.stdout);
+    if (read.exitCode !== 0 || !count) {
+      throw new SandboxError(
+        `getMetrics: the sandbox's memory cgroup gave no oom_kill count (${read.stdout.trim()})`,
+      );
+    }
+    return Number(count[1]);
   }
 
   /** New network rules for a sandbox created with `network`; how many connections closed. */
@@ -795,7 +825,9 @@ export class DockerProvider implements SandboxProvider {
       diskTotal: null,
       processes: s.pids_stats?.current ?? null,
       processLimit: s.pids_stats?.limit ?? resources.pids ?? null,
-      oomKills: (await this.#oomEvents(found)).length,
+      oomKills: await this.engine.product() === "podman"
+        ? await this.#kernelOomKills(sandboxId)
+        : (await this.#oomEvents(found)).length,
     };
   }
 }
