@@ -155,7 +155,8 @@ export class Engine {
     const res = await this.fetch(method, path, options);
     const text = await res.text();
     if (!res.ok) return null as T;
-    return (text ? JSON.parse(text) : null) as T;
+    // Blank is nothing: Podman answers a detached exec start with a lone "\n" (Docker with "").
+    return (text.trim() ? JSON.parse(text) : null) as T;
   }
 
   /**
@@ -191,8 +192,16 @@ export class Engine {
     } finally {
       stream.close();
     }
-    const done = await this.call<{ ExitCode: number | null }>("GET", `/exec/${exec.Id}/json`);
-    return { exitCode: done.ExitCode ?? -1, stdout };
+    // The stream ends with the process; the engine may record its exit a moment later.
+    for (let i = 0; i < 100; i++) {
+      const done = await this.call<{ Running: boolean; ExitCode: number | null }>(
+        "GET",
+        `/exec/${exec.Id}/json`,
+      );
+      if (!done.Running && done.ExitCode !== null) return { exitCode: done.ExitCode, stdout };
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    throw new SandboxError(`Docker engine: the exec of ${cmd[0]} did not end`);
   }
 
   /** `unix:///…` or `tcp://…`, for messages. */
