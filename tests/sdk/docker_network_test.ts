@@ -1,13 +1,14 @@
 /**
  * `network` under the docker provider, against a real `dockerd` (see `docker_engine.ts`): the
  * container has no network of its own (`NetworkMode: none`); a sandbox created with `network`
- * reaches out only through its egress keeper's proxy on the host (`sdk/providers/docker/
- * egress_keeper.ts`), through the bridge inside. curl inside reaches an allowed origin and is
- * refused another; `network.update` changes that while it runs, also from a second process;
- * `audit` lists both; a secret is swapped in at its host only; the keeper is gone after kill and
- * after the container ends by its lifetime with its creator gone; without `network` nothing is
- * reached. "The internet" is servers this test starts on 127.0.0.2 and 127.0.0.3 on the host;
- * no traffic leaves 127.0.0.0/8.
+ * reaches out only through its egress keeper's proxy on the host
+ * (`sdk/providers/docker/egress_keeper.ts`), through the relay's bridge inside. curl inside
+ * reaches an allowed origin and is refused another; `network.update` changes that while it runs,
+ * also from a second process, and cuts a running download it refuses; `audit` lists every
+ * decision; a secret is swapped in at its host only; the keeper is gone after kill and after the
+ * container ends by its lifetime with its creator gone; without `network` nothing is reached.
+ * "The internet" is servers this test starts on 127.0.0.2 and 127.0.0.3 on the host; no traffic
+ * leaves 127.0.0.0/8.
  */
 
 import assert from "node:assert/strict";
@@ -174,6 +175,51 @@ Deno.test({
       );
     } finally {
       await target.server.shutdown();
+    }
+  },
+});
+
+Deno.test({
+  name: "docker sandbox network: a rule changed while a download runs cuts it off",
+  ignore,
+  async fn() {
+    await setUp();
+    const slow = Deno.serve({ hostname: "127.0.0.2", port: 0, onListen: () => {} }, () => {
+      let timer: ReturnType<typeof setInterval>;
+      return new Response(
+        new ReadableStream<Uint8Array>({
+          start(c) {
+            timer = setInterval(() => c.enqueue(new Uint8Array(4096)), 20);
+          },
+          cancel() {
+            clearInterval(timer);
+          },
+        }),
+      );
+    });
+    try {
+      await using sandbox = await Sandbox.create(BASE_IMAGE, {
+        provider: "docker",
+        timeout: 120,
+        network: { allow: ["127.0.0.2"] },
+      });
+      const download = await sandbox.commands.run(
+        `curl -sS --max-time 60 -o /tmp/out http://127.0.0.2:${slow.addr.port}/`,
+        { background: true, timeout: 0 },
+      );
+      let size = 0;
+      for (let i = 0; i < 200 && size < 64 * 1024; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        size = Number((await run(sandbox, "stat -c %s /tmp/out 2>/dev/null || echo 0")).out);
+      }
+      assert.ok(size >= 64 * 1024, `the download ran (${size} bytes)`);
+      assert.equal((await sandbox.network.update({ allow: ["127.0.0.3"] })).closed, 1);
+      const result = await download.wait();
+      assert.notEqual(result.exitCode, 0, "curl saw the connection cut");
+      const last = (await sandbox.network.audit()).at(-1)!;
+      assert.deepEqual([last.decision, last.code, last.rule], ["deny", "egress_closed", "allow"]);
+    } finally {
+      await slow.shutdown();
     }
   },
 });
