@@ -70,9 +70,12 @@ Deno.test({
       timeout: 120,
     });
     // Processes that fork until the kernel refuses; they end with the command (the server
-    // ends a command's process group).
+    // ends a command's process group). Waited for by count, not by a fixed sleep: on a loaded
+    // machine 200 forks took longer than 1.5 s.
     const bomb = await sandbox.commands.run(
-      "(sh -c 'while :; do sleep 30 & done' &); sleep 1.5; cat /sys/fs/cgroup/pids/pids.current",
+      "(sh -c 'while :; do sleep 30 & done' &); f=/sys/fs/cgroup/pids/pids.current; " +
+        "for i in $(seq 1 200); do [ $(cat $f) -ge 195 ] && break; sleep 0.1; done; sleep 0.5; " +
+        "cat $f",
       { timeout: 30 },
     );
     assert.match(bomb.stderr, /Cannot fork/);

@@ -63,12 +63,14 @@ Deno.test({
   async fn() {
     await setUp();
     const before = await volumes();
+    const asked = Date.now();
     const sandbox = await Sandbox.create(BASE_IMAGE, {
       provider: "docker",
       timeout: 120,
       metadata: { purpose: "test" },
       envs: { GREETING: "hello" },
     });
+    const created = Date.now();
     assert.equal(sandbox.provider, "docker");
     assert.equal(sandbox.status, "running");
     for (const c of ["code", "commands", "files", "shell", "terminal", "ports"]) {
@@ -111,7 +113,9 @@ Deno.test({
     await terminal.close();
     const info = await sandbox.refreshInfo();
     assert.deepEqual(info.metadata, { purpose: "test" });
-    assert.ok(info.endAt!.getTime() > Date.now() + 100_000);
+    // The end is the create's time plus the timeout, however long the steps above took.
+    const end = info.endAt!.getTime();
+    assert.ok(end >= asked + 119_000 && end <= created + 121_000, `${end - asked} ms`);
     const id = sandbox.id;
     await sandbox.kill();
     await assertGone(id);
