@@ -12,10 +12,10 @@
  */
 
 import assert from "node:assert/strict";
+import { startSecretOrigins } from "../helpers/secret_origins.ts";
 import { join } from "node:path";
 import { type DockerProvider, Sandbox, SandboxError, ValidationError } from "../../sdk/mod.ts";
 import { isAlive, type ProcessRef } from "../../sdk/providers/local/procfs.ts";
-import { EgressCa } from "../../server/egress/tls_intercept.ts";
 import { BASE_IMAGE, dockerIgnored, type TestEngine } from "./docker_engine.ts";
 import { dockerFixture } from "./docker_helpers.ts";
 import { everythingReadableInside, runChild } from "./sandbox_helpers.ts";
@@ -264,21 +264,8 @@ Deno.test({
     await setUp();
     // Made now, so no file bound into the container has it.
     const secret = `real-secret-${crypto.randomUUID()}`;
-    const upstreamCa = await EgressCa.create("test origin");
-    const { cert, key } = await upstreamCa.leaf("api.secret.test");
-    const seenTls: (string | null)[] = [];
-    const tlsOrigin = Deno.serve(
-      { hostname: "127.0.0.2", port: 0, cert, key, onListen: () => {} },
-      (req) => {
-        seenTls.push(req.headers.get("authorization"));
-        return new Response("ok");
-      },
-    );
-    const seenPlain: (string | null)[] = [];
-    const plain = Deno.serve({ hostname: "127.0.0.3", port: 0, onListen: () => {} }, (req) => {
-      seenPlain.push(req.headers.get("authorization"));
-      return new Response("plain");
-    });
+    const origins = await startSecretOrigins();
+    const { seenTls, seenPlain } = origins;
     try {
       // A secret so short that a placeholder would contain it is refused before anything starts.
       await assert.rejects(
@@ -298,10 +285,10 @@ Deno.test({
           allow: ["api.secret.test", "127.0.0.3"],
           hosts: { "api.secret.test": "127.0.0.2" },
           secrets: [{ host: "api.secret.test", env: "API_TOKEN", value: secret }],
-          ca: [upstreamCa.certPem],
+          ca: [origins.caPem],
         },
       });
-      const url = `https://api.secret.test:${tlsOrigin.addr.port}/`;
+      const url = `https://api.secret.test:${origins.tlsPort}/`;
       const viaCurl = await run(
         sandbox,
         `curl -sS --max-time 10 -H "Authorization: Bearer $API_TOKEN" ${url}`,
@@ -315,7 +302,7 @@ Deno.test({
       assert.deepEqual(seenTls, [`Bearer ${secret}`, `Bearer ${secret}`]);
       await run(
         sandbox,
-        `curl -sS --max-time 10 -H "Authorization: Bearer $API_TOKEN" http://127.0.0.3:${plain.addr.port}/`,
+        `curl -sS --max-time 10 -H "Authorization: Bearer $API_TOKEN" http://127.0.0.3:${origins.plainPort}/`,
       );
       const placeholder = (await run(sandbox, 'printf %s "$API_TOKEN"')).out;
       assert.match(placeholder, /^sandbar-placeholder-/);
@@ -331,8 +318,7 @@ Deno.test({
       const ca = (await run(sandbox, "cat /opt/sandbar/egress-ca/ca.pem")).out;
       assert.match(ca, /BEGIN CERTIFICATE/);
     } finally {
-      await tlsOrigin.shutdown();
-      await plain.shutdown();
+      await origins.close();
     }
   },
 });

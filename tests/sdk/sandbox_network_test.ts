@@ -9,13 +9,13 @@
  */
 
 import assert from "node:assert/strict";
+import { startSecretOrigins } from "../helpers/secret_origins.ts";
 import { join } from "node:path";
 import { ProviderFeatureNotSupportedError, Sandbox, ValidationError } from "../../sdk/mod.ts";
 import { findBwrap } from "../../sdk/providers/local/launch.ts";
 import { useSandbarHome } from "./sandbox_helpers.ts";
 import { startPackageIndex } from "../helpers/package_index.ts";
 import { SSHD, startSshd } from "../helpers/sshd.ts";
-import { EgressCa } from "../../server/egress/tls_intercept.ts";
 
 await useSandbarHome();
 const noBwrap = findBwrap() === null;
@@ -238,32 +238,19 @@ Deno.test({
   async fn() {
     // Made now, so no file (this test's source is bound into the sandbox under /tmp in CI) has it.
     const secret = `real-secret-${crypto.randomUUID()}`;
-    const upstreamCa = await EgressCa.create("test origin");
-    const { cert, key } = await upstreamCa.leaf("api.secret.test");
-    const seenTls: (string | null)[] = [];
-    const tlsOrigin = Deno.serve(
-      { hostname: "127.0.0.2", port: 0, cert, key, onListen: () => {} },
-      (req) => {
-        seenTls.push(req.headers.get("authorization"));
-        return new Response("ok");
-      },
-    );
-    const seenPlain: (string | null)[] = [];
-    const plain = Deno.serve({ hostname: "127.0.0.3", port: 0, onListen: () => {} }, (req) => {
-      seenPlain.push(req.headers.get("authorization"));
-      return new Response("plain");
-    });
+    const origins = await startSecretOrigins();
+    const { seenTls, seenPlain } = origins;
     try {
       await using sandbox = await Sandbox.create({
         network: {
           allow: ["api.secret.test", "127.0.0.3"],
           hosts: { "api.secret.test": "127.0.0.2" },
           secrets: [{ host: "api.secret.test", env: "API_TOKEN", value: secret }],
-          ca: [upstreamCa.certPem],
+          ca: [origins.caPem],
         },
       });
       const run = async (cmd: string) => (await sandbox.commands.run(cmd, { timeout: 60 }));
-      const url = `https://api.secret.test:${tlsOrigin.addr.port}/`;
+      const url = `https://api.secret.test:${origins.tlsPort}/`;
       const viaCurl = await run(
         `curl -sS --max-time 10 -H "Authorization: Bearer $API_TOKEN" ${url}`,
       );
@@ -274,7 +261,7 @@ Deno.test({
       assert.equal(viaPython.stdout.trim(), "ok", viaPython.stderr);
       assert.deepEqual(seenTls, [`Bearer ${secret}`, `Bearer ${secret}`]);
       await run(
-        `curl -sS --max-time 10 -H "Authorization: Bearer $API_TOKEN" http://127.0.0.3:${plain.addr.port}/`,
+        `curl -sS --max-time 10 -H "Authorization: Bearer $API_TOKEN" http://127.0.0.3:${origins.plainPort}/`,
       );
       const placeholder = (await run('printf %s "$API_TOKEN"')).stdout;
       assert.match(placeholder, /^sandbar-placeholder-/);
@@ -300,8 +287,7 @@ Deno.test({
       );
       assert.equal(seenTls.at(-1), `Bearer ${secret}`);
     } finally {
-      await tlsOrigin.shutdown();
-      await plain.shutdown();
+      await origins.close();
     }
   },
 });
