@@ -51,6 +51,10 @@ Deno.test({
         sandbox.getEvents(),
         (e: Error) => e instanceof ProviderFeatureNotSupportedError && /Podman/.test(e.message),
       );
+      await sandbox.pause();
+      await assert.rejects(sandbox.getMetrics(), /is paused; on Podman/);
+      await sandbox.resume();
+      assert.equal((await sandbox.getMetrics()).oomKills, metrics.oomKills);
       return;
     }
     const events = await sandbox.getEvents();

@@ -762,7 +762,14 @@ export class DockerProvider implements SandboxProvider {
    * whose events do not carry them. Processes inside cannot change it (the cgroup files are
    * the kernel's, mounted read-only, and the container has no CAP_SYS_ADMIN to mount over them).
    */
-  async #kernelOomKills(sandboxId: string): Promise<number> {
+  async #kernelOomKills(sandboxId: string, status: string): Promise<number> {
+    if (status === "paused") {
+      throw new SandboxError(
+        `getMetrics: sandbox ${sandboxId} is paused; on Podman its OOM count is read by a ` +
+          "command inside, which cannot run while it is frozen",
+        { suggestion: "Call resume() first." },
+      );
+    }
     const read = await this.engine.exec(containerName(sandboxId), [
       "/bin/sh",
       "-c",
@@ -826,7 +833,7 @@ export class DockerProvider implements SandboxProvider {
       processes: s.pids_stats?.current ?? null,
       processLimit: s.pids_stats?.limit ?? resources.pids ?? null,
       oomKills: await this.engine.product() === "podman"
-        ? await this.#kernelOomKills(sandboxId)
+        ? await this.#kernelOomKills(sandboxId, found.status)
         : (await this.#oomEvents(found)).length,
     };
   }
