@@ -232,7 +232,7 @@ export class DockerProvider implements SandboxProvider {
         await stopKeeper(egressDir).catch(() => {});
       }
       await removeTree(hostDir).catch(() => {});
-      throw e;
+      throw await this.#explained(e);
     } finally {
       STARTING_KEEPERS.delete(id);
     }
@@ -754,6 +754,28 @@ export class DockerProvider implements SandboxProvider {
       );
     }
     return await this.#oomEvents(found);
+  }
+
+  /**
+   * A create's engine error, with what fixes it where it is a Podman set-up a user can change
+   * (Docker's engine has its own init and gives containers its own limits: neither arises there).
+   */
+  async #explained(e: unknown): Promise<unknown> {
+    if (!(e instanceof EngineError)) return e;
+    let suggestion: string | undefined;
+    if (/container-init binary not found/.test(e.message)) {
+      suggestion = "Podman runs the container's init (`Init: true`, under which sandbar's start " +
+        "script runs) from catatonit: install it (apt-get install catatonit; Debian's podman " +
+        "only recommends it, and tini does not stand in for it).";
+    } else if (/error setting rlimit/.test(e.message)) {
+      suggestion = "Podman as root gives containers nofile and nproc limits of 1048576 unless " +
+        "containers.conf's default_ulimits says otherwise, and this engine may not raise its " +
+        "own (no CAP_SYS_RESOURCE, as inside a container): set default_ulimits = " +
+        '["nofile=N:N", "nproc=M:M"] to at most the service\'s own limits (/proc/<pid>/limits) ' +
+        "and restart it. See docs/sdk/providers.md, Podman.";
+    }
+    if (!suggestion || await this.engine.product().catch(() => null) !== "podman") return e;
+    return new SandboxError(e.message, { suggestion, cause: e });
   }
 
   /**
