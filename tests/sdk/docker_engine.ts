@@ -16,6 +16,7 @@
  */
 
 import { join } from "node:path";
+import { stopChild } from "../helpers/stop_child.ts";
 
 /** The test image (its tag names what it has beyond python, so an engine holding an older one imports it). */
 export const BASE_IMAGE = "sandbar-test-base:bookworm-curl";
@@ -104,16 +105,7 @@ export async function startDockerd(options: { tcpPort?: number } = {}): Promise<
     host: `unix://${socket}`,
     socket,
     async stop() {
-      try {
-        child.kill("SIGTERM");
-      } catch { /* gone */ }
-      const killed = setTimeout(() => {
-        try {
-          child.kill("SIGKILL");
-        } catch { /* gone */ }
-      }, 20_000);
-      await child.status;
-      clearTimeout(killed);
+      await stopChild(child, 20_000);
       await drained;
       log.close();
       // Its containerd, and mounts a daemon stopped early may leave (the data root is bound

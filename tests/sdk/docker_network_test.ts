@@ -19,6 +19,7 @@ import { isAlive, type ProcessRef } from "../../sdk/providers/local/procfs.ts";
 import { BASE_IMAGE, dockerIgnored, type TestEngine } from "./docker_engine.ts";
 import { dockerFixture } from "./docker_helpers.ts";
 import { everythingReadableInside, runChild } from "./sandbox_helpers.ts";
+import { endlessResponse } from "../helpers/endless_response.ts";
 
 const ignore = dockerIgnored();
 const docker = dockerFixture();
@@ -185,17 +186,7 @@ Deno.test({
   async fn() {
     await setUp();
     const slow = Deno.serve({ hostname: "127.0.0.2", port: 0, onListen: () => {} }, () => {
-      let timer: ReturnType<typeof setInterval>;
-      return new Response(
-        new ReadableStream<Uint8Array>({
-          start(c) {
-            timer = setInterval(() => c.enqueue(new Uint8Array(4096)), 20);
-          },
-          cancel() {
-            clearInterval(timer);
-          },
-        }),
-      );
+      return endlessResponse();
     });
     try {
       await using sandbox = await Sandbox.create(BASE_IMAGE, {

@@ -9,6 +9,7 @@
 
 import { join } from "node:path";
 import type { TestEngine } from "./docker_engine.ts";
+import { stopChild } from "../helpers/stop_child.ts";
 
 /** Whether `podman` is installed and this is root (the service is run as root). */
 export function hasPodman(): boolean {
@@ -79,16 +80,7 @@ export async function startPodman(
       stdout: "null",
       stderr: "null",
     }).output().catch(() => {});
-    try {
-      child.kill("SIGTERM");
-    } catch { /* gone */ }
-    const killed = setTimeout(() => {
-      try {
-        child.kill("SIGKILL");
-      } catch { /* gone */ }
-    }, 10_000);
-    await child.status;
-    clearTimeout(killed);
+    await stopChild(child, 10_000);
     await drained;
     log.close();
     for (const entry of Deno.readDirSync("/proc")) {

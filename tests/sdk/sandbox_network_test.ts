@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { ProviderFeatureNotSupportedError, Sandbox, ValidationError } from "../../sdk/mod.ts";
 import { findBwrap } from "../../sdk/providers/local/launch.ts";
 import { useSandbarHome } from "./sandbox_helpers.ts";
+import { endlessResponse } from "../helpers/endless_response.ts";
 import { startPackageIndex } from "../helpers/package_index.ts";
 import { SSHD, startSshd } from "../helpers/sshd.ts";
 
@@ -26,17 +27,7 @@ function origin(hostname: string, files?: string) {
     const path = new URL(req.url).pathname;
     if (path === "/") return new Response(`hello from ${hostname}`);
     if (path === "/slow") {
-      let timer: ReturnType<typeof setInterval>;
-      return new Response(
-        new ReadableStream<Uint8Array>({
-          start(c) {
-            timer = setInterval(() => c.enqueue(new Uint8Array(4096)), 20);
-          },
-          cancel() {
-            clearInterval(timer);
-          },
-        }),
-      );
+      return endlessResponse();
     }
     if (files && !path.includes("..")) {
       try {
