@@ -42,7 +42,7 @@ import {
   cgroupPlace,
   ownCgroupPaths,
 } from "../../shared/cgroup_paths.ts";
-import { cString, libc, libcAvailable } from "../libc/index.ts";
+import { cString, errno, libc, libcAvailable } from "../libc/index.ts";
 import { readProcFile } from "../pty/procfs.ts";
 import {
   cgroupFileExists,
@@ -52,6 +52,7 @@ import {
   removeCgroupDir,
   writeCgroupFile,
 } from "./cgroup_files.ts";
+import { delegatedTreeDir } from "./work_cgroup.ts";
 
 /** A cgroup hierarchy's version. */
 export type CgroupVersion = 1 | 2;
@@ -88,6 +89,13 @@ function sleepMs(ms: number): void {
 export function ownTreeCgroup(version: CgroupVersion): CgroupPlace {
   if (Deno.build.os !== "linux") return { reason: `no cgroups on ${Deno.build.os}` };
   if (!libcAvailable()) return { reason: "no libc here" };
+  // Inside a local sandbox: the sandbox's cgroup, handed down by descriptor (`work_cgroup.ts`).
+  const delegated = delegatedTreeDir(version);
+  if (delegated !== null) {
+    return libc().access(cString(delegated), W_OK) === 0
+      ? { dir: delegated }
+      : { reason: `the delegated cgroup ${delegated} is not writable (errno ${errno()})` };
+  }
   const mountinfo = readCgroupFile("/proc/self/mountinfo");
   const table = readCgroupFile("/proc/self/cgroup");
   if (mountinfo === null || table === null) {

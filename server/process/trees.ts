@@ -15,13 +15,17 @@
  *   on, with `posix_spawnattr_setcgroup_np`). Ending writes `cgroup.kill`. Preferred: one write
  *   ends a tree, forks during the kill included, with nothing to freeze and thaw.
  * - `cgroup1`: a freezer cgroup per tree in the server's own cgroup of the v1 `freezer`
- *   hierarchy. The spawner thread that calls `posix_spawn` is moved into the tree for the call
+ *   hierarchy; inside a local sandbox, whose cgroup file system is bound read-only, in the
+ *   sandbox's freezer cgroup that the local provider hands the server by descriptor
+ *   (`trees1:<n>` in `SANDBAR_WORK_FDS`, reached as `/proc/self/fd/<n>`; see `work_cgroup.ts`
+ *   and `sdk/providers/local/tree_delegation.ts`). The spawner thread that calls `posix_spawn` is moved into the tree for the call
  *   (v1 moves a single thread by its id); a child started without a spawner thread is moved by
  *   its pid a moment after its start (by itself, through a shell, when `Deno.Command` starts it).
  *   Ending freezes the cgroup (no fork can race the kill), sends `SIGKILL` to every member, and
  *   thaws it.
- * - `session` (no writable cgroup hierarchy, as inside a local sandbox's bubblewrap namespace,
- *   which mounts none; or `SANDBAR_PROCESS_TREES=session`): ending a tree sends `SIGKILL` to its
+ * - `session` (no writable cgroup hierarchy and none delegated: a host where the server is not
+ *   root and has no delegated subtree, or a local sandbox on a cgroup v2 host, where no cgroup is
+ *   delegated yet; or `SANDBAR_PROCESS_TREES=session`): ending a tree sends `SIGKILL` to its
  *   process group, to every process of its session and to every process descending from its
  *   leader, found in `/proc` (`tree_sessions.ts`). What it cannot find: a process that called
  *   `setsid` and whose parent had already exited. That one lives until its session ends by
@@ -29,7 +33,9 @@
  *   server). The capabilities document says so ({@linkcode processTreeWarnings}).
  *
  * In both cgroup ways a process cannot leave its tree without write access to the cgroup files,
- * which no confined process has (Landlock withholds writes to `/sys`). A kernel, started by the
+ * which no confined process has (Landlock withholds writes to `/sys`; inside a local sandbox the
+ * cgroup mounts are read-only too, and the delegated descriptor is the server's alone: closed on
+ * exec, and `/proc/<server>/fd` refused to its children, which are not the server's tracers). A kernel, started by the
  * kernel bridge, is moved into a tree of its own by its pid before it has run a caller's code.
  *
  * `SANDBAR_PROCESS_TREES` picks a way: `cgroup2`, `cgroup1`, `cgroup` (either, v2 first) or

@@ -5,8 +5,9 @@
  *
  * The provider hands the server descriptors open on `work`'s files and names them in
  * `SANDBAR_WORK_FDS` (`procs:3,4;tasks:5,6;back:7,8`: `work`'s `cgroup.procs`, and on cgroup v1
- * `work`'s `tasks` and the sandbox cgroup's `tasks`, one per hierarchy); inside the sandbox the
- * cgroup file system itself is read-only. They are closed on exec like every inherited
+ * `work`'s `tasks` and the sandbox cgroup's `tasks`, one per hierarchy), and on cgroup v1 the
+ * sandbox's freezer cgroup for process trees (`trees1:<n>`, a directory, n ≥ 10; {@linkcode
+ * delegatedTreeDir}); inside the sandbox the cgroup file system itself is read-only. They are closed on exec like every inherited
  * descriptor (`confine/hardening.ts`), so no child holds them. Without the variable (a server not
  * started by the local provider) nothing is moved.
  *
@@ -36,6 +37,11 @@ interface Descriptors {
   tasks: number[];
   /** The sandbox cgroup's `tasks` (v1): where a spawner thread goes back to. */
   back: number[];
+  /**
+   * The sandbox's own cgroup directory in the v1 `freezer` hierarchy, delegated for the
+   * server's process trees (one descriptor at most; see {@linkcode delegatedTreeDir}).
+   */
+  trees1: number[];
 }
 
 let held: Descriptors | undefined;
@@ -58,15 +64,43 @@ export function workDescriptors(): Descriptors {
     raw = Deno.env.get("SANDBAR_WORK_FDS") ?? "";
     Deno.env.delete("SANDBAR_WORK_FDS");
   } catch { /* no --allow-env for it: not started by the local provider */ }
-  const found: Descriptors = { procs: [], tasks: [], back: [] };
+  const found: Descriptors = { procs: [], tasks: [], back: [], trees1: [] };
   for (const part of raw.split(";")) {
     const [name, list] = part.split(":");
-    if (name !== "procs" && name !== "tasks" && name !== "back") continue;
+    if (name !== "procs" && name !== "tasks" && name !== "back" && name !== "trees1") continue;
     found[name] = (list ?? "").split(",").filter((s) => /^\d+$/.test(s)).map(Number)
       .filter((n) => n > 2);
   }
   if (found.tasks.length !== found.back.length) found.tasks = found.back = [];
+  if (found.trees1.length !== 1) found.trees1 = [];
   return (held = found);
+}
+
+/**
+ * The cgroup directory the local provider delegated for process trees of cgroup `version`, as
+ * a path through this process's own descriptor (`/proc/self/fd/<n>`), or null when there is none
+ * (a server not started by the local provider, or a hierarchy not delegated).
+ *
+ * The descriptor is a detached copy of the mount at that one directory (`open_tree` with
+ * `OPEN_TREE_CLONE`, made on the host by the supervisor): `..` at its top stays there, so
+ * nothing reached through it lies outside the sandbox's cgroup. `/proc/self/fd/<n>` names this
+ * process's own descriptor table in the sandbox's `/proc`, which no process in the sandbox can
+ * remount (none has a capability); the names below it are in the cgroup file system, which no
+ * process in the sandbox can write (its mounts of it are read-only, and Landlock withholds
+ * `/sys` from confined processes). The descriptor is closed on exec like every inherited one
+ * (`confine/hardening.ts`), and `/proc/<server>/fd` is closed to the server's children (the
+ * server is not dumpable).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { delegatedTreeDir, workDescriptors } from "./work_cgroup.ts";
+ * if (workDescriptors().trees1.length === 0) assert.equal(delegatedTreeDir(1), null);
+ * ```
+ */
+export function delegatedTreeDir(version: 1 | 2): string | null {
+  const fd = version === 1 ? workDescriptors().trees1[0] : undefined;
+  return fd === undefined ? null : `/proc/self/fd/${fd}`;
 }
 
 function writeEach(fds: number[], id: number): boolean {

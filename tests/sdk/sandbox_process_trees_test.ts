@@ -1,14 +1,19 @@
 /**
- * Process trees inside a local sandbox, where the server has no cgroup file system and ends
- * trees by session and descent (`server/process/trees.ts`): a double fork, `disown` and a job in
- * a group of its own end with the command that started them, and `setsid` too while its parent
- * lives, when a background command is killed. Judged from inside the sandbox, by the pid each
- * process wrote.
+ * Process trees inside a local sandbox: the supervisor hands the server the sandbox's v1 freezer
+ * cgroup by descriptor (`sdk/providers/local/tree_delegation.ts`), so the server ends trees by
+ * cgroup there too (`server/process/trees.ts`). A `setsid` process whose parent already exited
+ * (the session fallback cannot find it), a double fork, `disown` and a job in a group of its own
+ * end with the command that started them, a background command killed, a code context removed,
+ * and the sandbox stopped. Judged from the host: no process of this machine runs a `sleep` of the
+ * duration only that escape used. Where the host gives the sandbox no v1 cgroup (not root, or
+ * cgroup v2), the server keeps to sessions and says so: only what that way finds is asserted.
  */
 
 import assert from "node:assert/strict";
 import { Sandbox } from "../../sdk/mod.ts";
-import { dropSandbarHome, useSandbarHome } from "./sandbox_helpers.ts";
+import { cgroupSupport } from "../../sdk/providers/local/cgroup.ts";
+import { dropSandbarHome, processesMentioning, useSandbarHome } from "./sandbox_helpers.ts";
+import { eventually } from "../helpers/wait.ts";
 
 const home = await useSandbarHome();
 Deno.test.afterAll(() => dropSandbarHome(home));
@@ -19,64 +24,168 @@ const hasBwrap = new Deno.Command("sh", {
   stderr: "null",
 }).outputSync().success;
 
-function sleeper(name: string): string {
-  return `sh -c 'echo $$ > /tmp/${name}.pid; exec sleep 300' >/dev/null 2>&1 </dev/null`;
-}
+/** Whether sandboxes here get a v1 cgroup, whose freezer directory the server is handed. */
+const support = cgroupSupport();
+const delegated = support.ok && support.version === 1;
 
-const FORMS: Record<string, string> = {
-  setsid: `setsid ${sleeper("setsid")} &`,
-  double: `( ${sleeper("double")} & ) ;`,
-  disown: `${sleeper("disown")} & disown;`,
-  pgrp: `set -m; ${sleeper("pgrp")} & set +m;`,
-};
-
-function waitFor(names: string[]): string {
-  return names.map((n) => `while [ ! -s /tmp/${n}.pid ]; do sleep 0.01; done;`).join(" ");
-}
-
-/** `name:alive` or `name:gone` for each, a few tries until all are gone. */
-async function verdicts(sandbox: Sandbox, names: string[]): Promise<string> {
-  const check = names.map((n) =>
-    `if kill -0 "$(cat /tmp/${n}.pid)" 2>/dev/null; then echo ${n}:alive; else echo ${n}:gone; fi`
-  ).join("; ");
-  let out = "";
-  for (let i = 0; i < 50; i++) {
-    out = (await sandbox.commands.run(check)).stdout;
-    if (!out.includes(":alive")) break;
-    await new Promise((r) => setTimeout(r, 100));
+/** The escapes: each writes its pid to `/tmp/<name>.pid` and sleeps for a duration its own. */
+class Escapes {
+  readonly markers: Record<string, string> = {};
+  constructor() {
+    const base = 6000 + Math.floor(Math.random() * 3000);
+    ["setsid", "orphan", "double", "disown", "pgrp"].forEach((n, i) => {
+      this.markers[n] = `${base}.${i + 1}${i + 1}9`;
+    });
   }
-  return out;
+
+  sleeper(name: string): string {
+    return `sh -c 'echo $$ > /tmp/${name}.pid; exec sleep ${
+      this.markers[name]
+    }' >/dev/null 2>&1 </dev/null`;
+  }
+
+  /** The shell text that starts the escapes `names`. */
+  start(names: string[]): string {
+    const forms: Record<string, string> = {
+      setsid: `setsid ${this.sleeper("setsid")} &`,
+      // A new session whose parent exits at once: nothing but a cgroup still knows whose it is.
+      orphan: `( setsid ${this.sleeper("orphan")} & ) ;`,
+      double: `( ${this.sleeper("double")} & ) ;`,
+      disown: `${this.sleeper("disown")} & disown;`,
+      pgrp: `set -m; ${this.sleeper("pgrp")} & set +m;`,
+    };
+    return `rm -f ${names.map((n) => `/tmp/${n}.pid`).join(" ")}; ${
+      names.map((n) => forms[n]).join(" ")
+    }`;
+  }
+
+  /** Shell text that waits until each of `names` has written its pid. */
+  waitFor(names: string[]): string {
+    return names.map((n) => `while [ ! -s /tmp/${n}.pid ]; do sleep 0.01; done;`).join(" ");
+  }
+
+  /** Which of `names` run on this machine, seen from the host. */
+  running(names: string[]): string[] {
+    return names.filter((n) => processesMentioning(this.markers[n]).length > 0);
+  }
+
+  /** Every one of `names` ended (seen from the host); none is left running whatever happened. */
+  async allGone(what: string, names: string[]): Promise<void> {
+    try {
+      await eventually(`every escape ended with ${what}`, () => this.running(names).length === 0);
+    } finally {
+      for (const n of names) {
+        for (const pid of processesMentioning(this.markers[n])) Deno.kill(pid, "SIGKILL");
+      }
+    }
+  }
 }
+
+/** The forms the server finds: all of them with a cgroup, else not a `setsid` whose parent died. */
+function found(all: string[], commandEnded: boolean): string[] {
+  if (delegated) return all;
+  return all.filter((n) => n !== "orphan" && !(commandEnded && n === "setsid"));
+}
+
+const ALL = ["setsid", "orphan", "double", "disown", "pgrp"];
 
 Deno.test({
-  name: "local sandbox: what left its group ends with the command or background process",
+  name: "local sandbox: what left its group ends with its command, process, context and sandbox",
   ignore: !hasBwrap,
   async fn(t) {
     await using sandbox = await Sandbox.create();
+    await t.step("trees are freezer cgroups, and the capabilities say no fallback", async () => {
+      const r = await sandbox.commands.run("cat /proc/self/cgroup");
+      const warnings = (await sandbox.server.discover()).warnings
+        .filter((w) => w.startsWith("Process trees"));
+      if (delegated) {
+        assert.match(r.stdout, /^\d+:freezer:\/sandbar-\d+\/t\d+-[0-9a-f]+$/m, r.stdout);
+        assert.deepEqual(warnings, []);
+      } else {
+        assert.equal(warnings.length, 1, "the session fallback is said");
+      }
+    });
     await t.step("a command ends", async () => {
-      const names = ["double", "disown", "pgrp"];
-      const r = await sandbox.commands.run(
-        `${names.map((n) => FORMS[n]).join(" ")} ${waitFor(names)} echo started`,
-      );
+      const e = new Escapes();
+      const names = found(ALL, true);
+      const r = await sandbox.commands.run(`${e.start(names)} ${e.waitFor(names)} echo started`);
       assert.equal(r.stdout, "started\n", r.stderr);
-      assert.equal(await verdicts(sandbox, names), "double:gone\ndisown:gone\npgrp:gone\n");
+      await e.allGone("the command", names);
     });
     await t.step("a background command is killed", async () => {
-      const names = ["setsid", "double", "disown", "pgrp"];
-      await sandbox.commands.run(`rm -f ${names.map((n) => `/tmp/${n}.pid`).join(" ")}`);
+      const e = new Escapes();
+      const names = found(ALL, false);
       const handle = await sandbox.commands.start(
-        `${names.map((n) => FORMS[n]).join(" ")} ${waitFor(names)} echo started; sleep 300`,
+        `${e.start(names)} ${e.waitFor(names)} echo started; sleep 300`,
       );
-      await sandbox.commands.run(waitFor(names));
-      const before = await sandbox.commands.run(
-        names.map((n) => `kill -0 "$(cat /tmp/${n}.pid)" && echo ${n}:alive`).join("; "),
-      );
-      assert.equal(before.stdout, "setsid:alive\ndouble:alive\ndisown:alive\npgrp:alive\n");
+      await sandbox.commands.run(e.waitFor(names));
+      assert.deepEqual(e.running(names), names, "each runs before the kill");
       await sandbox.commands.kill(handle.pid);
-      assert.equal(
-        await verdicts(sandbox, names),
-        "setsid:gone\ndouble:gone\ndisown:gone\npgrp:gone\n",
-      );
+      await e.allGone("the background command", names);
     });
+    await t.step("a code context is removed", async () => {
+      const e = new Escapes();
+      const names = found(ALL, false);
+      const ctx = await sandbox.code.createContext({ language: "bash" });
+      await sandbox.code.run(`${e.start(names)} ${e.waitFor(names)}`, { contextId: ctx.id });
+      assert.deepEqual(e.running(names), names, "each runs before the removal");
+      await sandbox.code.removeContext(ctx.id);
+      await e.allGone("the context", names);
+    });
+    await t.step("the sandbox stops", async () => {
+      const e = new Escapes();
+      await sandbox.commands.start(`${e.start(ALL)} ${e.waitFor(ALL)} sleep 300`);
+      await sandbox.commands.run(e.waitFor(ALL));
+      assert.deepEqual(e.running(ALL), ALL, "each runs before the stop");
+      await sandbox.kill();
+      await e.allGone("the sandbox", ALL);
+    });
+  },
+});
+
+Deno.test({
+  name: "local sandbox: a confined process can neither use the delegated cgroup nor leave its tree",
+  ignore: !hasBwrap || !delegated, // needs a v1 cgroup for sandboxes (root on a v1 host)
+  async fn() {
+    await using sandbox = await Sandbox.create();
+    const tree = (await sandbox.commands.run("grep freezer /proc/self/cgroup")).stdout;
+    assert.match(tree, /:freezer:\/sandbar-\d+\/t\d+-/);
+    // Every way in a process of the sandbox could try: the server's descriptors through /proc
+    // (each number; their numbers can be listed, nothing more: the server is not dumpable), its
+    // own descriptors, the read-only cgroup mount, each by a move, a new
+    // cgroup and a freeze. Each prints a line only when it worked.
+    const script = `
+      server=""
+      for p in /proc/[0-9]*; do
+        case "$(tr '\\0' ' ' < $p/cmdline 2>/dev/null)" in *deno*serve*) server=\${p#/proc/};; esac
+      done
+      [ -n "$server" ] || echo "no server found"
+      for n in $(seq 0 300); do
+        d=/proc/$server/fd/$n
+        readlink $d >/dev/null 2>&1 && echo "read the server's $n"
+        echo $$ > $d/tasks 2>/dev/null && echo "moved through the server's $n"
+        mkdir $d/escape 2>/dev/null && echo "made a cgroup through the server's $n"
+        echo FROZEN > $d/freezer.state 2>/dev/null && echo "froze through the server's $n"
+        [ -e /proc/self/fd/$n/freezer.state ] && echo "own descriptor $n is a cgroup"
+      done
+      for d in /sys/fs/cgroup/freezer /sys/fs/cgroup/freezer/sandbar-*; do
+        echo $$ > $d/tasks 2>/dev/null && echo "moved into $d"
+        echo $$ > $d/cgroup.procs 2>/dev/null && echo "moved into $d"
+        mkdir $d/escape 2>/dev/null && echo "made $d/escape"
+      done
+      grep freezer /proc/self/cgroup
+    `;
+    const r = await sandbox.commands.run(script);
+    assert.equal(r.stdout, tree, r.stderr);
+    // Nothing was made in the sandbox's cgroup on the host either.
+    const support = cgroupSupport();
+    assert.ok(support.ok && support.version === 1);
+    const dir = `${support.parents.freezer}/${sandbox.id}`;
+    assert.ok(Deno.statSync(dir).isDirectory, dir);
+    assert.deepEqual(
+      [...Deno.readDirSync(dir)].filter((e) => e.isDirectory).map((e) => e.name)
+        .filter((n) => !/^sandbar-\d+$/.test(n)),
+      [],
+    );
   },
 });

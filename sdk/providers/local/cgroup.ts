@@ -427,17 +427,20 @@ function setLimits(ref: CgroupRef, limits: Limits, weight = true): void {
 /**
  * `argv` behind a shell that first moves itself into the cgroup, then `exec`s it: the sandbox's
  * first process is in its cgroup before it runs anything (and so is every descendant). The
- * shell also opens the `work` cgroup's files for the server, named in `SANDBAR_WORK_FDS` (see
- * `cgroup_reserve.ts`).
+ * shell also opens the `work` cgroup's files for the server, and names them in
+ * `SANDBAR_WORK_FDS` (see `cgroup_reserve.ts`), with `inherited`: descriptors this process
+ * hands down itself (`trees1:<n>`, the cgroup for the server's process trees; see
+ * `tree_delegation.ts`).
  */
-export function enterArgv(ref: CgroupRef, argv: string[]): string[] {
+export function enterArgv(ref: CgroupRef, argv: string[], inherited: string[] = []): string[] {
   const q = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
   const reserve = hasReserve(ref);
   const entry = reserve ? entryDirs(ref) : [...new Set(Object.values(ref.dirs))];
   const files = entry.map((d) => q(join(d, "cgroup.procs"))).join(" ");
   const work = reserve ? workDescriptorFiles(ref) : { files: [], spec: "" };
   const opens = work.files.map(([fd, file]) => `exec ${fd}>${q(file)} || exit 125; `).join("");
-  const named = reserve ? `SANDBAR_WORK_FDS='${work.spec}'; export SANDBAR_WORK_FDS; ` : "";
+  const spec = [work.spec, ...inherited].filter(Boolean).join(";");
+  const named = spec ? `SANDBAR_WORK_FDS='${spec}'; export SANDBAR_WORK_FDS; ` : "";
   return [
     "/bin/sh",
     "-c",

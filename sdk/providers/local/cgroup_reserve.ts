@@ -21,6 +21,13 @@
  * every slot) the spawn is made again beside the server and the child moved into `work` after:
  * the kernel holds a fork to the limit but not a move, so a command still starts.
  *
+ * Process trees (what the server ends when a command, context or turn ends) are not `work`'s
+ * business on v1: they are freezer cgroups under the sandbox's own freezer cgroup, which the
+ * supervisor hands the server as one more descriptor (`trees1:<n>`, see `tree_delegation.ts`),
+ * while a tree's processes still go into `work` in the `pids` and `memory` hierarchies, so
+ * `work`'s limits hold for them. On v2 a tree would have to be a cgroup below `work`; that is not
+ * delegated (see `tree_delegation.ts` for why), and the server ends trees by session there.
+ *
  * @module
  */
 

@@ -29,6 +29,7 @@ import { basename, dirname, join } from "node:path";
 import { capabilityNames } from "../capabilities.ts";
 import { workLimits } from "./cgroup_reserve.ts";
 import { chooseCpus } from "./cpu_affinity.ts";
+import { closeTreeDelegation, openTreeDelegation, type TreeDelegation } from "./tree_delegation.ts";
 import { MEMINFO_FILE, meminfoText, memoryView, writeInPlace } from "./meminfo.ts";
 import { onPath } from "./on_path.ts";
 import {
@@ -530,22 +531,29 @@ async function main(path: string): Promise<number> {
     const taskset = state.resources.cpu === null ? null : onPath("taskset");
     const cpus = taskset && affinityFor(state.cgroup, state.resources.cpu!);
     if (taskset && cpus) argv = [taskset, "-c", cpus.join(","), ...argv];
-    argv = enterArgv(state.cgroup, argv);
   }
-  const [cmd, ...args] = argv;
   sup.log = await Deno.open(dir.log, { append: true, create: true, mode: 0o600 });
   // Its sizes hold without it; the log says why its server has no reserve.
   if (noReserve) await sup.log.write(new TextEncoder().encode(`sandbar: ${noReserve}\n`));
-  sup.child = new Deno.Command(cmd, {
-    args,
-    env: state.launch.env,
-    clearEnv: true,
-    cwd: state.isolation === "none" ? dir.root : "/",
-    // A pooled sandbox's server reads its claim here (server/claim.ts).
-    stdin: state.pool ? "piped" : "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
+  // The cgroup for the server's process trees: opened here, with no await before the spawn, so
+  // that the sandbox's first process alone inherits it (`tree_delegation.ts`).
+  const delegation: TreeDelegation | null = state.cgroup ? openTreeDelegation(state.cgroup) : null;
+  if (state.cgroup) argv = enterArgv(state.cgroup, argv, delegation ? [delegation.spec] : []);
+  const [cmd, ...args] = argv;
+  try {
+    sup.child = new Deno.Command(cmd, {
+      args,
+      env: state.launch.env,
+      clearEnv: true,
+      cwd: state.isolation === "none" ? dir.root : "/",
+      // A pooled sandbox's server reads its claim here (server/claim.ts).
+      stdin: state.pool ? "piped" : "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+  } finally {
+    closeTreeDelegation(delegation);
+  }
   const listening = Promise.withResolvers<{ url: string; pty_url: string }>();
   const relayReady = sup.channel?.ready ?? Promise.resolve();
   const onLine = (line: string) => {

@@ -1,0 +1,86 @@
+/**
+ * The cgroup a local sandbox's server ends its process trees with: the sandbox's own cgroup in
+ * the v1 `freezer` hierarchy, handed to the server as a directory descriptor (named
+ * `trees1:<n>` in `SANDBAR_WORK_FDS`, beside `work`'s files; see `cgroup_reserve.ts`). Inside
+ * the sandbox the cgroup file system is bound read-only, so without it the server could end a
+ * tree only by session and descent, which misses a process that called `setsid` after its
+ * parent exited (`server/process/trees.ts`).
+ *
+ * The descriptor is not opened on the directory itself, which would let `..` climb to the
+ * host's whole freezer hierarchy (a server taken over could then freeze or move any host
+ * process). It is a detached copy of the mount at that directory (`open_tree` with
+ * `OPEN_TREE_CLONE`, root only): the copy's top is that directory, and `..` there stays there.
+ * The supervisor makes it just before it starts the sandbox, with no close-on-exec and a number
+ * from 10 up (the entering shell's redirections take 3 to 9), and closes its own copy right
+ * after the start.
+ *
+ * Only cgroup v1: on cgroup v2 a tree must lie under `work`, and the sandbox's cgroup namespace
+ * (rooted at its `server` leaf) keeps a server from moving a process there through a file it
+ * opened itself (Linux checks a move against the opener's cgroup namespace, with `nsdelegate`);
+ * there the server keeps to sessions and says so.
+ *
+ * @module
+ */
+
+import type { CgroupRef } from "./cgroup.ts";
+
+const SYS_OPEN_TREE = 428n; // the same on every architecture Deno runs on (Linux 5.2 on)
+const OPEN_TREE_CLONE = 1n;
+const OPEN_TREE_CLOEXEC = 0o2000000n;
+const AT_FDCWD = -100n;
+const F_DUPFD = 0;
+
+type Libc = Deno.DynamicLibrary<{
+  syscall: { parameters: ["i64", "i64", "buffer", "u64"]; result: "i64" };
+  fcntl: { parameters: ["i32", "i32", "i32"]; result: "i32" };
+  close: { parameters: ["i32"]; result: "i32" };
+}>;
+
+let lib: Libc | null | undefined;
+
+function libc(): Libc | null {
+  if (lib !== undefined) return lib;
+  try {
+    lib = Deno.dlopen("libc.so.6", {
+      syscall: { parameters: ["i64", "i64", "buffer", "u64"], result: "i64" },
+      fcntl: { parameters: ["i32", "i32", "i32"], result: "i32" },
+      close: { parameters: ["i32"], result: "i32" },
+    });
+  } catch {
+    lib = null;
+  }
+  return lib;
+}
+
+/** A descriptor the sandbox's first process inherits, and its name in `SANDBAR_WORK_FDS`. */
+export interface TreeDelegation {
+  /** The descriptor (10 or more, inherited by the next process this one starts). */
+  fd: number;
+  /** `trees1:<fd>`. */
+  spec: string;
+}
+
+/**
+ * Open the sandbox's v1 freezer cgroup as a detached mount for its server's process trees, or
+ * null where there is none to delegate (cgroup v2, no freezer directory, not root, no libc).
+ * Close it with {@linkcode closeTreeDelegation} once the sandbox's first process has started.
+ */
+export function openTreeDelegation(ref: CgroupRef): TreeDelegation | null {
+  const dir = ref.version === 1 ? ref.dirs.freezer : undefined;
+  const c = dir === undefined ? null : libc();
+  if (c === null || dir === undefined) return null;
+  const path = new TextEncoder().encode(`${dir}\0`);
+  const tree = Number(
+    c.symbols.syscall(SYS_OPEN_TREE, AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC),
+  );
+  if (tree < 0) return null;
+  // F_DUPFD leaves close-on-exec off on the copy: the next process started inherits it.
+  const fd = c.symbols.fcntl(tree, F_DUPFD, 10);
+  c.symbols.close(tree);
+  return fd < 0 ? null : { fd, spec: `trees1:${fd}` };
+}
+
+/** Close this process's copy (the sandbox's server keeps its own). */
+export function closeTreeDelegation(delegation: TreeDelegation | null): void {
+  if (delegation !== null) libc()?.symbols.close(delegation.fd);
+}
