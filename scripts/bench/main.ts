@@ -16,6 +16,7 @@ export const BENCHES = [
   "pty",
   "browser",
   "sandbox",
+  "sandbox_shell",
   "engine",
   "code",
   "agents_store",
