@@ -52,7 +52,7 @@
 import { libcAvailable } from "../libc/index.ts";
 import { type CgroupVersion, TreeCgroups } from "./tree_cgroups.ts";
 import { endSession } from "./tree_sessions.ts";
-import { intoWork } from "./work_cgroup.ts";
+import { delegatedTreeDir, intoWork, workDescriptors } from "./work_cgroup.ts";
 
 /** How trees are ended on this server. */
 export type TreeMode = "cgroup2" | "cgroup1" | "session";
@@ -116,6 +116,12 @@ function choose(): TreeCgroups | null {
       if (typeof found !== "string") return found;
       reasons.push(`cgroup v${v}: ${found}`);
     }
+  }
+  if (workDescriptors().procs.length > 0 && delegatedTreeDir(1) === null) {
+    // A local sandbox's server (it was handed `work`), with no cgroup for its trees.
+    reasons.push(
+      "in a local sandbox, no cgroup was delegated for process trees (the sandbox's log says why)",
+    );
   }
   if (asked !== undefined) {
     throw new Error(

@@ -29,7 +29,7 @@ import { basename, dirname, join } from "node:path";
 import { capabilityNames } from "../capabilities.ts";
 import { workLimits } from "./cgroup_reserve.ts";
 import { chooseCpus } from "./cpu_affinity.ts";
-import { closeTreeDelegation, openTreeDelegation, type TreeDelegation } from "./tree_delegation.ts";
+import { closeTreeDelegation, openTreeDelegation } from "./tree_delegation.ts";
 import { MEMINFO_FILE, meminfoText, memoryView, writeInPlace } from "./meminfo.ts";
 import { onPath } from "./on_path.ts";
 import {
@@ -537,8 +537,10 @@ async function main(path: string): Promise<number> {
   if (noReserve) await sup.log.write(new TextEncoder().encode(`sandbar: ${noReserve}\n`));
   // The cgroup for the server's process trees: opened here, with no await before the spawn, so
   // that the sandbox's first process alone inherits it (`tree_delegation.ts`).
-  const delegation: TreeDelegation | null = state.cgroup ? openTreeDelegation(state.cgroup) : null;
-  if (state.cgroup) argv = enterArgv(state.cgroup, argv, delegation ? [delegation.spec] : []);
+  const delegation = state.cgroup ? openTreeDelegation(state.cgroup) : null;
+  if (state.cgroup) {
+    argv = enterArgv(state.cgroup, argv, delegation && "fd" in delegation ? [delegation.spec] : []);
+  }
   const [cmd, ...args] = argv;
   try {
     sup.child = new Deno.Command(cmd, {
@@ -553,6 +555,10 @@ async function main(path: string): Promise<number> {
     }).spawn();
   } finally {
     closeTreeDelegation(delegation);
+  }
+  if (delegation && "reason" in delegation) {
+    const why = `sandbar: no cgroup for the server's process trees: ${delegation.reason}\n`;
+    await sup.log.write(new TextEncoder().encode(why));
   }
   const listening = Promise.withResolvers<{ url: string; pty_url: string }>();
   const relayReady = sup.channel?.ready ?? Promise.resolve();

@@ -30,22 +30,21 @@ const OPEN_TREE_CLOEXEC = 0o2000000n;
 const AT_FDCWD = -100n;
 const F_DUPFD = 0;
 
-type Libc = Deno.DynamicLibrary<{
-  syscall: { parameters: ["i64", "i64", "buffer", "u64"]; result: "i64" };
-  fcntl: { parameters: ["i32", "i32", "i32"]; result: "i32" };
-  close: { parameters: ["i32"]; result: "i32" };
-}>;
+const SYMBOLS = {
+  syscall: { parameters: ["i64", "i64", "buffer", "u64"], result: "i64" },
+  fcntl: { parameters: ["i32", "i32", "i32"], result: "i32" },
+  close: { parameters: ["i32"], result: "i32" },
+  __errno_location: { parameters: [], result: "pointer" },
+} as const;
+
+type Libc = Deno.DynamicLibrary<typeof SYMBOLS>;
 
 let lib: Libc | null | undefined;
 
 function libc(): Libc | null {
   if (lib !== undefined) return lib;
   try {
-    lib = Deno.dlopen("libc.so.6", {
-      syscall: { parameters: ["i64", "i64", "buffer", "u64"], result: "i64" },
-      fcntl: { parameters: ["i32", "i32", "i32"], result: "i32" },
-      close: { parameters: ["i32"], result: "i32" },
-    });
+    lib = Deno.dlopen("libc.so.6", SYMBOLS);
   } catch {
     lib = null;
   }
@@ -60,27 +59,42 @@ export interface TreeDelegation {
   spec: string;
 }
 
+function errno(c: Libc): number {
+  const at = c.symbols.__errno_location();
+  return at === null ? 0 : new Deno.UnsafePointerView(at).getInt32();
+}
+
 /**
- * Open the sandbox's v1 freezer cgroup as a detached mount for its server's process trees, or
- * null where there is none to delegate (cgroup v2, no freezer directory, not root, no libc).
- * Close it with {@linkcode closeTreeDelegation} once the sandbox's first process has started.
+ * Open the sandbox's v1 freezer cgroup as a detached mount for its server's process trees; or
+ * why there is none to delegate (cgroup v2, no libc, `open_tree` refused: before Linux 5.2, or
+ * without `CAP_SYS_ADMIN`), for the sandbox's log: its server then ends trees by session, and
+ * says so in its capabilities. Close it with {@linkcode closeTreeDelegation} once the sandbox's
+ * first process has started.
  */
-export function openTreeDelegation(ref: CgroupRef): TreeDelegation | null {
-  const dir = ref.version === 1 ? ref.dirs.freezer : undefined;
-  const c = dir === undefined ? null : libc();
-  if (c === null || dir === undefined) return null;
-  const path = new TextEncoder().encode(`${dir}\0`);
+export function openTreeDelegation(ref: CgroupRef): TreeDelegation | { reason: string } {
+  if (ref.version !== 1 || ref.dirs.freezer === undefined) {
+    return { reason: "only a cgroup v1 freezer cgroup is delegated (see tree_delegation.ts)" };
+  }
+  const c = libc();
+  if (c === null) return { reason: "libc.so.6 could not be loaded" };
+  const path = new TextEncoder().encode(`${ref.dirs.freezer}\0`);
   const tree = Number(
     c.symbols.syscall(SYS_OPEN_TREE, AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC),
   );
-  if (tree < 0) return null;
+  if (tree < 0) {
+    return { reason: `open_tree of ${ref.dirs.freezer} failed (errno ${errno(c)})` };
+  }
   // F_DUPFD leaves close-on-exec off on the copy: the next process started inherits it.
   const fd = c.symbols.fcntl(tree, F_DUPFD, 10);
+  const failed = fd < 0 ? errno(c) : 0;
   c.symbols.close(tree);
-  return fd < 0 ? null : { fd, spec: `trees1:${fd}` };
+  return fd < 0 ? { reason: `fcntl F_DUPFD failed (errno ${failed})` } : {
+    fd,
+    spec: `trees1:${fd}`,
+  };
 }
 
 /** Close this process's copy (the sandbox's server keeps its own). */
-export function closeTreeDelegation(delegation: TreeDelegation | null): void {
-  if (delegation !== null) libc()?.symbols.close(delegation.fd);
+export function closeTreeDelegation(delegation: TreeDelegation | { reason: string } | null): void {
+  if (delegation !== null && "fd" in delegation) libc()?.symbols.close(delegation.fd);
 }
