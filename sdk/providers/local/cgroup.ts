@@ -451,8 +451,9 @@ export function enterArgv(ref: CgroupRef, argv: string[], inherited: string[] = 
 }
 
 /**
- * Pids of every process in the cgroup and the cgroups below it (the server, when it runs as root
- * on the host, gives each process tree a freezer cgroup of its own under the sandbox's).
+ * Pids of every process in the cgroup and the cgroups below it (the server gives each process
+ * tree a freezer cgroup of its own under the sandbox's: as root on the host, and inside
+ * bubblewrap through the descriptor it is handed, `tree_delegation.ts`).
  */
 export function members(ref: CgroupRef): number[] {
   return below(ref.version === 1 ? ref.dirs.freezer : ref.dirs.unified).flatMap((dir) =>
