@@ -6,11 +6,12 @@
  * end with the command that started them, a background command killed, a code context removed,
  * and the sandbox stopped. Judged from the host: no process of this machine runs a `sleep` of the
  * duration only that escape used. Where the host gives the sandbox no v1 cgroup (not root, or
- * cgroup v2), the server keeps to sessions and says so: only what that way finds is asserted.
+ * cgroup v2), the server keeps to sessions and says so: only what that way finds is asserted;
+ * a sandbox made with `limits: false` (no cgroup at all) shows that case on any host.
  */
 
 import assert from "node:assert/strict";
-import { Sandbox } from "../../sdk/mod.ts";
+import { LocalProvider, Sandbox } from "../../sdk/mod.ts";
 import { cgroupSupport } from "../../sdk/providers/local/cgroup.ts";
 import { dropSandbarHome, processesMentioning, useSandbarHome } from "./sandbox_helpers.ts";
 import { eventually } from "../helpers/wait.ts";
@@ -198,5 +199,25 @@ Deno.test({
         .filter((n) => !/^sandbar-\d+$/.test(n)),
       [],
     );
+  },
+});
+
+Deno.test({
+  name: "local sandbox without a cgroup (limits: false): trees by session, and the warning says so",
+  ignore: !hasBwrap,
+  async fn() {
+    await using sandbox = await Sandbox.create({
+      provider: new LocalProvider({ home, limits: false }),
+    });
+    const said = (await sandbox.server.discover()).warnings
+      .filter((w) => w.startsWith("Process trees"));
+    assert.equal(said.length, 1, "the session fallback is said");
+    assert.match(said[0], /setsid after its parent exited may outlive/);
+    // What the session way finds still ends with the command.
+    const e = new Escapes();
+    const names = ["double", "disown", "pgrp"];
+    const r = await sandbox.commands.run(`${e.start(names)} ${e.waitFor(names)} echo started`);
+    assert.equal(r.stdout, "started\n", r.stderr);
+    await e.allGone("the command", names);
   },
 });
