@@ -8,32 +8,25 @@
  * before anything is written; then each file is written atomically (a temp file renamed into
  * place). Should a write still fail, the files already written are put back as they were.
  *
- * The call is recorded as a `function_call` item and a `function_call_output` item, since the
- * API has no item type of its own for file edits.
+ * The call is recorded as a `function_call` item (added before the arguments are read) and a
+ * `function_call_output` item that carries the answer or the error, since the API has no item
+ * type of its own for file edits; the tool declares both and the registry (`registry.ts`) adds
+ * them, checks `files:write` and audits a guard's refusal.
  *
  * @module
  */
 
 import { dirname, isAbsolute, join } from "node:path";
 import { ApiError } from "../../../errors.ts";
-import type { ActionPolicy } from "../../../policy/on_behalf.ts";
 import { makeDirectories, removeEntry } from "../../../files/entry_ops.ts";
 import { LibcCallError, PinnedDirectory, UnreadableFileError } from "../../../files/pinned_dir.ts";
 import { writeAtomically } from "../../../files/atomic_write.ts";
 import { resolveGuardedPath } from "../../../guards/paths/resolve.ts";
 import type { ServerState } from "../../../state.ts";
-import { newId } from "../../ids.ts";
 import { hostPath } from "../../environments/workspace.ts";
 import type { FunctionToolDefinition } from "../model/model.ts";
 import { applyChunks, parsePatch, PatchError } from "./patch.ts";
-import {
-  ArgumentsError,
-  parseArguments,
-  type ToolCall,
-  type ToolContext,
-  toolError,
-  type ToolProvider,
-} from "./tool.ts";
+import { ArgumentsError, parseArguments, type Tool, type ToolProvider } from "./tool.ts";
 
 const DEFINITION: FunctionToolDefinition = {
   type: "function",
@@ -187,6 +180,40 @@ async function commit(state: ServerState, changes: FileChange[]): Promise<void> 
   }
 }
 
+/** An edit needs the owner's `files:write`. */
+const APPLY_PATCH: Tool<string> = {
+  policy: { scope: "files:write", doing: "Editing files" },
+  prepare: (call) => {
+    const args = parseArguments(call.arguments, "invalid_patch");
+    if (typeof args.input !== "string") {
+      throw new ArgumentsError("'input' must be a string", "invalid_patch");
+    }
+    return args.input;
+  },
+  item: {
+    at: "call",
+    fields: (call) => ({
+      type: "function_call",
+      call_id: call.callId,
+      name: call.name,
+      arguments: call.arguments,
+    }),
+    answerIn: "function_call_output",
+  },
+  // A write the kernel refused for a reason no guard gave (a full disk, a read-only mount).
+  failureCode: "sandbox_error",
+  run: async (input, context) => {
+    if (!context.environment) throw new PatchError("this session has no environment");
+    const changes = plan(context.state, context.environment.workspace, input);
+    await commit(context.state, changes);
+    const lines = changes.map((c) =>
+      `${c.after === null ? "D" : c.before === null ? "A" : "M"} ${c.shown}`
+    );
+    context.attributes["files.changed"] = changes.length;
+    return { output: `Success. Updated the following files:\n${lines.join("\n")}\n` };
+  },
+};
+
 /** The `apply_patch` tool. */
 export class ApplyPatchTool implements ToolProvider {
   /** Offered only with an environment. */
@@ -195,58 +222,7 @@ export class ApplyPatchTool implements ToolProvider {
   }
 
   /** Calls to `apply_patch`. */
-  handles(name: string): boolean {
-    return name === "apply_patch";
-  }
-
-  /** An edit needs the owner's `files:write`. */
-  policy(): ActionPolicy {
-    return { scope: "files:write", doing: "Editing files" };
-  }
-
-  /** Apply one patch. */
-  async run(call: ToolCall, context: ToolContext): Promise<string> {
-    const rec = context.recorder;
-    context.item.open({
-      type: "function_call",
-      call_id: call.callId,
-      name: call.name,
-      arguments: call.arguments,
-    });
-    let output: string;
-    let ok = false;
-    try {
-      const args = parseArguments(call.arguments);
-      if (typeof args.input !== "string") throw new ArgumentsError("'input' must be a string");
-      if (!context.environment) throw new PatchError("this session has no environment");
-      context.authorize();
-      const changes = plan(context.state, context.environment.workspace, args.input);
-      await commit(context.state, changes);
-      const lines = changes.map((c) =>
-        `${c.after === null ? "D" : c.before === null ? "A" : "M"} ${c.shown}`
-      );
-      output = `Success. Updated the following files:\n${lines.join("\n")}\n`;
-      context.attributes["files.changed"] = changes.length;
-      ok = true;
-    } catch (e) {
-      if (e instanceof ApiError) {
-        context.refused(e);
-        output = toolError(e.code, e.message);
-      } else if (e instanceof PatchError || e instanceof ArgumentsError) {
-        output = toolError("invalid_patch", e.message);
-      } else {
-        output = toolError("sandbox_error", (e as Error).message);
-      }
-    }
-    context.item.done({ status: ok ? "completed" : "failed" });
-    rec.addItem({
-      id: newId("item"),
-      type: "function_call_output",
-      call_id: call.callId,
-      output: ok ? output : null,
-      error: ok ? null : output,
-      status: ok ? "completed" : "failed",
-    }, null);
-    return output;
+  tool(name: string): Tool<string> | undefined {
+    return name === "apply_patch" ? APPLY_PATCH : undefined;
   }
 }

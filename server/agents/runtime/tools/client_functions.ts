@@ -4,14 +4,14 @@
  * the session turns `requires_action` with the call in `required_actions` and the turn
  * `waiting`, until the client posts `agent.session.input.tool_result` (or the turn is
  * cancelled). Then the session is `in_progress` again and the output is a
- * `function_call_output` item.
+ * `function_call_output` item. The tool declares both items (the call's at `completed`); the
+ * registry (`registry.ts`) adds them; the execution does the session's status changes.
  *
  * @module
  */
 
-import { newId } from "../../ids.ts";
 import type { FunctionToolDefinition } from "../model/model.ts";
-import type { ToolCall, ToolContext, ToolProvider } from "./tool.ts";
+import type { Tool, ToolProvider } from "./tool.ts";
 
 /** The turn was cancelled while a call waited. */
 export class CallCancelled extends Error {
@@ -41,34 +41,48 @@ export class ClientFunctionTools implements ToolProvider {
     return this.#tools;
   }
 
-  /** Calls to one of them. */
-  handles(name: string): boolean {
-    return this.#tools.some((t) => t.name === name);
+  /** A call to one of them. */
+  tool(name: string): Tool<ClientAnswer> | undefined {
+    return this.#tools.some((t) => t.name === name) ? CLIENT_FUNCTION : undefined;
   }
+}
 
-  /** Wait for the client's result. */
-  async run(call: ToolCall, context: ToolContext): Promise<string> {
-    const rec = context.recorder;
-    const live = rec.live;
-    const turnId = rec.turn.id;
+/** What the client answers a call with. */
+interface ClientAnswer {
+  callId: string;
+  answered: Promise<{ success: boolean; output: unknown; error: string | null }>;
+}
+
+/** A call the client answers: its item is complete as it is added. */
+const CLIENT_FUNCTION: Tool<ClientAnswer> = {
+  // Pending before the item goes out, so a client answering at once finds the call.
+  prepare: (call, context) => {
+    const live = context.recorder.live;
     const answered = Promise.withResolvers<
       { success: boolean; output: unknown; error: string | null }
     >();
     live.pending.set(call.callId, {
-      turnId,
+      turnId: context.recorder.turn.id,
       name: call.name,
       arguments: call.arguments,
       resolve: answered.resolve,
     });
+    return { callId: call.callId, answered: answered.promise };
+  },
+  item: {
+    at: "completed",
+    fields: (call) => ({
+      type: "function_call",
+      call_id: call.callId,
+      name: call.name,
+      arguments: call.arguments,
+    }),
+    answerIn: "function_call_output",
+  },
+  run: async ({ callId, answered }, context) => {
+    const rec = context.recorder;
+    const live = rec.live;
     try {
-      // Completed as it is added: the call is now the client's to answer.
-      context.item.open({
-        type: "function_call",
-        call_id: call.callId,
-        name: call.name,
-        arguments: call.arguments,
-      }, "completed");
-      context.item.done();
       rec.turnChange({ status: "waiting" });
       rec.session.sessionStatus(
         "requires_action",
@@ -85,26 +99,22 @@ export class ClientFunctionTools implements ToolProvider {
         if (context.signal.aborted) abort();
         context.signal.addEventListener("abort", abort, { once: true });
       });
-      const result = await Promise.race([answered.promise, cancelled]);
-      live.pending.delete(call.callId);
+      const result = await Promise.race([answered, cancelled]);
+      live.pending.delete(callId);
       rec.turnChange({ status: "in_progress" });
       rec.session.sessionStatus("in_progress");
+      if (!result.success) {
+        const error = result.error ?? "The tool failed.";
+        return { output: `error: ${error}`, status: "failed", record: { error } };
+      }
       const text = typeof result.output === "string"
         ? result.output
         : result.output == null
         ? ""
         : JSON.stringify(result.output);
-      rec.addItem({
-        id: newId("item"),
-        type: "function_call_output",
-        call_id: call.callId,
-        output: result.success ? (result.output ?? null) : null,
-        error: result.success ? null : (result.error ?? "The tool failed."),
-        status: result.success ? "completed" : "failed",
-      }, null);
-      return result.success ? text : `error: ${result.error ?? "The tool failed."}`;
+      return { output: text, record: { output: result.output ?? null } };
     } finally {
-      live.pending.delete(call.callId);
+      live.pending.delete(callId);
     }
-  }
-}
+  },
+};

@@ -11,8 +11,10 @@
  * Each call is recorded on the calling agent as the API's item for it
  * (`create_subagent_call`, `send_subagent_input_call` with an `interrupt_subagent_call` before
  * it when it interrupts, `resume_subagent_call`, `wait_for_subagents_call`,
- * `close_subagent_call`), and each final answer a `wait` hands over as an `agent_message`
- * item from the subagent.
+ * `close_subagent_call`), declared here and added by the registry (`registry.ts`) only once the
+ * arguments are valid and the agent named is there, so a bad call has no item. Each final
+ * answer a `wait` hands over is an `agent_message` item from the subagent, added by the
+ * execution: it is the call's output, marked delivered as it is added.
  *
  * @module
  */
@@ -23,9 +25,10 @@ import type { AgentStatus, Subagent, SubagentManager } from "../subagents.ts";
 import {
   ArgumentsError,
   parseArguments,
+  type Tool,
   type ToolCall,
   type ToolContext,
-  toolError,
+  ToolError,
   type ToolProvider,
 } from "./tool.ts";
 
@@ -154,15 +157,130 @@ function checked(text: string, allowed: string[], required: string[]): Args {
 
 const text = (t: string) => [{ type: "output_text", text: t }];
 
+/** A call's valid arguments, with the subagent it names (when it names one). */
+type Checked = Args & { sub?: Subagent };
+
 /** The delegation tools of a root turn. */
 export class DelegationTools implements ToolProvider {
   readonly #manager: SubagentManager;
   readonly #selfId: string;
+  readonly #tools: Record<string, Tool<Checked>>;
 
   /** For the agent `selfId` (the root agent's id is its session's id). */
   constructor(manager: SubagentManager, selfId: string) {
     this.#manager = manager;
     this.#selfId = selfId;
+    const me = selfId;
+    // Each call's item is added only once its arguments are valid and the agent it names is
+    // there (`valid`): a bad call has none; only its status says how it went.
+    const tool = (
+      prepare: (call: ToolCall) => Checked,
+      fields: (a: Checked) => Record<string, unknown>,
+      run: (a: Checked, context: ToolContext) => Promise<unknown>,
+      precededBy?: (a: Checked) => Record<string, unknown>[],
+    ): Tool<Checked> => ({
+      prepare,
+      item: { at: "valid", fields: (_, a) => fields(a!), answerIn: "status", precededBy },
+      run: async (a, context) => ({ output: JSON.stringify(await run(a, context)) }),
+    });
+    this.#tools = {
+      spawn_agent: tool(
+        (call) =>
+          checked(call.arguments, ["message", "agent_type", "model", "reasoning_effort"], [
+            "message",
+          ]),
+        (a) => ({
+          type: "create_subagent_call",
+          agent_id: me,
+          content: text(a.message as string),
+          model: (a.model as string) ?? null,
+          reasoning_effort: (a.reasoning_effort as string) ?? null,
+        }),
+        (a) => {
+          const sub = this.#manager.spawn(me, a.message as string, {
+            name: (a.agent_type as string) ?? null,
+            model: (a.model as string) ?? null,
+            reasoningEffort: (a.reasoning_effort as string) ?? null,
+          });
+          return Promise.resolve({ agent_id: sub.body.id, nickname: sub.body.name });
+        },
+      ),
+      send_input: tool(
+        (call) => {
+          const a = checked(call.arguments, ["id", "message", "interrupt"], ["id", "message"]);
+          return { ...a, sub: this.#sub(a.id) };
+        },
+        (a) => ({
+          type: "send_subagent_input_call",
+          sender_agent_id: me,
+          recipient_agent_id: a.sub!.body.id,
+          content: text(a.message as string),
+        }),
+        async (a) => {
+          await this.#manager.send(a.sub!, a.message as string, a.interrupt === true);
+          return { submission_id: newId("item") };
+        },
+        // Interrupting a subagent that is working is an item of its own, before the call's.
+        (a) =>
+          a.interrupt === true && a.sub!.turn
+            ? [{
+              type: "interrupt_subagent_call",
+              sender_agent_id: me,
+              recipient_agent_id: a.sub!.body.id,
+            }]
+            : [],
+      ),
+      resume_agent: tool(
+        (call) => {
+          const a = checked(call.arguments, ["id"], ["id"]);
+          return { ...a, sub: this.#sub(a.id, false) };
+        },
+        (a) => ({ type: "resume_subagent_call", sender_agent_id: me, recipient_agent_id: a.id }),
+        (a) => {
+          this.#manager.resume(a.sub!);
+          return Promise.resolve({ status: a.sub!.status });
+        },
+      ),
+      close_agent: tool(
+        (call) => {
+          const a = checked(call.arguments, ["id"], ["id"]);
+          return { ...a, sub: this.#sub(a.id, false) };
+        },
+        (a) => ({ type: "close_subagent_call", sender_agent_id: me, recipient_agent_id: a.id }),
+        async (a) => ({ status: await this.#manager.close(a.sub!) }),
+      ),
+      wait: tool(
+        (call) => {
+          const a = checked(call.arguments, ["ids", "timeout_ms", "all"], ["ids"]);
+          const ids = a.ids;
+          if (
+            !Array.isArray(ids) || ids.length === 0 || !ids.every((x) => typeof x === "string")
+          ) {
+            throw new ArgumentsError("'ids' must be a non-empty array of agent ids");
+          }
+          const t = a.timeout_ms;
+          if (t !== undefined && (typeof t !== "number" || !(t > 0))) {
+            throw new ArgumentsError("'timeout_ms' must be a positive number");
+          }
+          return a;
+        },
+        (a) => ({
+          type: "wait_for_subagents_call",
+          sender_agent_id: me,
+          recipient_agent_ids: a.ids,
+        }),
+        async (a, context) => {
+          const ids = a.ids as string[];
+          const timeout = Math.min(
+            (a.timeout_ms as number | undefined) ?? WAIT_TIMEOUT_MS.default,
+            WAIT_TIMEOUT_MS.max,
+          );
+          const result = await this.#manager.wait(ids, a.all === true, timeout, context.signal);
+          this.#deliver(ids, result.status, context);
+          return { status: result.status, timed_out: result.timedOut };
+        },
+      ),
+    };
   }
 
   /** The five tools. */
@@ -170,133 +288,24 @@ export class DelegationTools implements ToolProvider {
     return DEFINITIONS;
   }
 
-  /** Calls to one of them. */
-  handles(name: string): boolean {
-    return DELEGATION_TOOL_NAMES.includes(name);
-  }
-
-  /** Run one; the item records it. */
-  async run(call: ToolCall, context: ToolContext): Promise<string> {
-    // The item is added only once the arguments are valid: a bad call has none.
-    const record = (fields: Record<string, unknown>) => context.item.open(fields);
-    const finish = (status: string) => {
-      if (context.item.current !== null) context.item.done({ status });
-    };
-    try {
-      const output = await this.#run(call, context, record);
-      finish("completed");
-      return JSON.stringify(output);
-    } catch (e) {
-      if (context.signal.aborted) {
-        finish("incomplete");
-        throw e;
-      }
-      finish("failed");
-      if (e instanceof ArgumentsError) return toolError("invalid_arguments", e.message);
-      if (e instanceof DelegationError) return toolError(e.code, e.message);
-      throw e;
-    }
+  /** A call to one of them. */
+  tool(name: string): Tool<Checked> | undefined {
+    return Object.hasOwn(this.#tools, name) ? this.#tools[name] : undefined;
   }
 
   #sub(id: unknown, requireOpen = true): Subagent {
     const sub = this.#manager.get(id as string);
-    if (!sub) throw new DelegationError("not_found", `there is no agent with id '${id}'`);
+    if (!sub) throw new ToolError("not_found", `there is no agent with id '${id}'`);
     if (requireOpen && sub.body.status === "closed") {
-      throw new DelegationError("agent_closed", `agent '${id}' is closed; resume_agent it first`);
+      throw new ToolError("agent_closed", `agent '${id}' is closed; resume_agent it first`);
     }
     return sub;
   }
 
-  async #run(
-    call: ToolCall,
-    context: ToolContext,
-    record: (fields: Record<string, unknown>) => Record<string, unknown>,
-  ): Promise<unknown> {
-    const me = this.#selfId;
-    switch (call.name) {
-      case "spawn_agent": {
-        const a = checked(call.arguments, [
-          "message",
-          "agent_type",
-          "model",
-          "reasoning_effort",
-        ], ["message"]);
-        record({
-          type: "create_subagent_call",
-          agent_id: me,
-          content: text(a.message as string),
-          model: (a.model as string) ?? null,
-          reasoning_effort: (a.reasoning_effort as string) ?? null,
-        });
-        const sub = this.#manager.spawn(me, a.message as string, {
-          name: (a.agent_type as string) ?? null,
-          model: (a.model as string) ?? null,
-          reasoningEffort: (a.reasoning_effort as string) ?? null,
-        });
-        return { agent_id: sub.body.id, nickname: sub.body.name };
-      }
-      case "send_input": {
-        const a = checked(call.arguments, ["id", "message", "interrupt"], ["id", "message"]);
-        const sub = this.#sub(a.id);
-        const interrupt = a.interrupt === true;
-        if (interrupt && sub.turn) {
-          const i = context.recorder.nextOutputIndex();
-          const stop = context.recorder.addItem({
-            id: newId("item"),
-            type: "interrupt_subagent_call",
-            sender_agent_id: me,
-            recipient_agent_id: sub.body.id,
-            status: "in_progress",
-          }, i);
-          context.recorder.itemDone({ ...stop, status: "completed" }, i);
-        }
-        record({
-          type: "send_subagent_input_call",
-          sender_agent_id: me,
-          recipient_agent_id: sub.body.id,
-          content: text(a.message as string),
-        });
-        await this.#manager.send(sub, a.message as string, interrupt);
-        return { submission_id: newId("item") };
-      }
-      case "resume_agent": {
-        const a = checked(call.arguments, ["id"], ["id"]);
-        const sub = this.#sub(a.id, false);
-        record({ type: "resume_subagent_call", sender_agent_id: me, recipient_agent_id: a.id });
-        this.#manager.resume(sub);
-        return { status: sub.status };
-      }
-      case "close_agent": {
-        const a = checked(call.arguments, ["id"], ["id"]);
-        const sub = this.#sub(a.id, false);
-        record({ type: "close_subagent_call", sender_agent_id: me, recipient_agent_id: a.id });
-        return { status: await this.#manager.close(sub) };
-      }
-      default: {
-        const a = checked(call.arguments, ["ids", "timeout_ms", "all"], ["ids"]);
-        const ids = a.ids;
-        if (
-          !Array.isArray(ids) || ids.length === 0 || !ids.every((x) => typeof x === "string")
-        ) {
-          throw new ArgumentsError("'ids' must be a non-empty array of agent ids");
-        }
-        const t = a.timeout_ms;
-        if (t !== undefined && (typeof t !== "number" || !(t > 0))) {
-          throw new ArgumentsError("'timeout_ms' must be a positive number");
-        }
-        record({ type: "wait_for_subagents_call", sender_agent_id: me, recipient_agent_ids: ids });
-        const timeout = Math.min(
-          (t as number | undefined) ?? WAIT_TIMEOUT_MS.default,
-          WAIT_TIMEOUT_MS.max,
-        );
-        const result = await this.#manager.wait(ids, a.all === true, timeout, context.signal);
-        this.#deliver(ids, result.status, context);
-        return { status: result.status, timed_out: result.timedOut };
-      }
-    }
-  }
-
-  /** Each final answer a wait hands over is an `agent_message` from the subagent. */
+  /**
+   * Each final answer a wait hands over is an `agent_message` from the subagent: the call's
+   * output (the message, delivered once), not its record, so added here while the call runs.
+   */
   #deliver(ids: string[], status: Record<string, AgentStatus>, context: ToolContext): void {
     for (const id of new Set(ids)) {
       const sub = this.#manager.get(id);
@@ -313,14 +322,5 @@ export class DelegationTools implements ToolProvider {
       }, null);
       sub.undelivered = null;
     }
-  }
-}
-
-/** A delegation call that cannot be done (unknown or closed agent). */
-class DelegationError extends Error {
-  readonly code: string;
-  constructor(code: string, message: string) {
-    super(message);
-    this.code = code;
   }
 }

@@ -5,7 +5,8 @@
  * {@linkcode ToolProvider} interface.
  *
  * Each call is an `mcp_call` item (`server_label`, the tool's own `name`, the model's
- * `arguments`, then its `output` or `error`). A server that could not be used is not offered,
+ * `arguments`, then its `output` or `error`), declared here and kept by the registry
+ * (`registry.ts`). A server that could not be used is not offered,
  * and the model is told why in its instructions; a call to a tool of such a server (named
  * `<server_label>__…`) answers that server's failure as the tool error, so the model reads the
  * guard's code (`url_denied`, `process_denied`, …) rather than "no such tool".
@@ -16,7 +17,7 @@
 import { mcpToolName } from "../../mcp/tool_names.ts";
 import type { McpServerFailure, McpToolSet } from "../../mcp/types.ts";
 import type { FunctionToolDefinition } from "../model/model.ts";
-import { type ToolCall, type ToolContext, toolError, type ToolProvider } from "./tool.ts";
+import { type Tool, ToolError, toolError, type ToolProvider } from "./tool.ts";
 
 /** The model's arguments as recorded: the parsed object when they parse, else their text. */
 function recordedArguments(text: string): unknown {
@@ -80,47 +81,43 @@ export class McpTools implements ToolProvider {
     }));
   }
 
-  /** Calls to one of them, or to a tool of a server that failed. */
-  handles(name: string): boolean {
-    return this.#set.lookup(name) !== undefined || this.#failureOf(name) !== undefined;
+  /** A call to one of them, or to a tool of a server that failed; an `mcp_call` item records it. */
+  tool(name: string): Tool<string> | undefined {
+    const tool = this.#set.lookup(name);
+    const failure = tool ? undefined : this.#failureOf(name);
+    if (!tool && !failure) return undefined;
+    const serverLabel = tool?.serverLabel ?? failure!.serverLabel;
+    const set = this.#set;
+    return {
+      prepare: (call) => call.arguments,
+      item: {
+        at: "call",
+        fields: (call) => ({
+          type: "mcp_call",
+          server_label: serverLabel,
+          name: tool?.toolName ?? call.name,
+          arguments: recordedArguments(call.arguments),
+          output: null,
+          error: null,
+        }),
+        answerIn: "error",
+      },
+      run: async (args, context) => {
+        context.attributes["mcp.server_label"] = serverLabel;
+        if (failure) throw new ToolError(failure.error.code, failure.error.message);
+        // Rejects only when the turn is cancelled; the server's own failure is an error result.
+        const result = await set.call(name, args, context.signal);
+        if (!result.isError) return { output: result.output, record: { output: result.output } };
+        return {
+          output: toolError("mcp_tool_error", result.output),
+          status: "failed",
+          record: { error: result.output },
+        };
+      },
+    };
   }
 
   #failureOf(name: string): McpServerFailure | undefined {
     return this.#set.failures.find((f) => name.startsWith(prefixOf(f.serverLabel)));
-  }
-
-  /** Call the tool; an `mcp_call` item records it. */
-  async run(call: ToolCall, context: ToolContext): Promise<string> {
-    const tool = this.#set.lookup(call.name);
-    const failure = tool ? undefined : this.#failureOf(call.name);
-    const item = context.item.open({
-      type: "mcp_call",
-      server_label: tool?.serverLabel ?? failure?.serverLabel ?? "",
-      name: tool?.toolName ?? call.name,
-      arguments: recordedArguments(call.arguments),
-      output: null,
-      error: null,
-    });
-    context.attributes["mcp.server_label"] = item.server_label as string;
-    if (!tool) {
-      const error = failure
-        ? toolError(failure.error.code, failure.error.message)
-        : toolError("unknown_tool", `there is no tool named '${call.name}'`);
-      context.item.done({ error, status: "failed" });
-      return error;
-    }
-    let result;
-    try {
-      result = await this.#set.call(call.name, call.arguments, context.signal);
-    } catch (e) {
-      context.item.done({ error: (e as Error).message, status: "incomplete" });
-      throw e;
-    }
-    if (result.isError) {
-      context.item.done({ error: result.output, status: "failed" });
-      return toolError("mcp_tool_error", result.output);
-    }
-    context.item.done({ output: result.output, status: "completed" });
-    return result.output;
   }
 }

@@ -20,6 +20,8 @@
  * @module
  */
 
+import { ToolError } from "./tool.ts";
+
 /** One chunk of an update. */
 export interface PatchChunk {
   /** A line to find before the chunk (`@@ line`), if given. */
@@ -38,11 +40,11 @@ export type PatchOperation =
   | { type: "delete"; path: string }
   | { type: "update"; path: string; moveTo: string | null; chunks: PatchChunk[] };
 
-/** A patch that cannot be read or applied, with the reason. */
-export class PatchError extends Error {
+/** A patch that cannot be read or applied, with the reason (the model reads `invalid_patch`). */
+export class PatchError extends ToolError {
   /** Make one. */
   constructor(message: string) {
-    super(message);
+    super("invalid_patch", message);
     this.name = "PatchError";
   }
 }

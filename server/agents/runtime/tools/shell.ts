@@ -7,13 +7,15 @@
  * `process:run` scope, the `shell` endpoint being on, the command guard, the environment guard
  * and the path guard on the working directory.
  *
- * The call is a `command_execution` item; its output goes out as
- * `agent.output.command_execution_output.delta` events as the process writes it.
+ * The call is a `command_execution` item, added before the arguments are read (a bad call is a
+ * failed item with the error as its `output`); the tool declares it and the registry
+ * (`registry.ts`) keeps it, checks the policy and audits a guard's refusal. What the execution
+ * adds of its own: the process's output, as `agent.output.command_execution_output.delta`
+ * events on that item as the process writes it.
  *
  * @module
  */
 
-import { ApiError } from "../../../errors.ts";
 import type { ActionPolicy } from "../../../policy/on_behalf.ts";
 import { commandRules, guardArgv, guardShellCommand } from "../../../guards/commands/index.ts";
 import { guardCwd, guardedEnvironment, spawnShell } from "../../../process/start.ts";
@@ -25,10 +27,11 @@ import { hostPath } from "../../environments/workspace.ts";
 import {
   ArgumentsError,
   parseArguments,
-  type ToolCall,
+  type Tool,
   type ToolContext,
-  toolError,
+  ToolError,
   type ToolProvider,
+  type ToolResult,
 } from "./tool.ts";
 
 /** Default and longest time a command may run. */
@@ -108,6 +111,93 @@ function workdirPath(context: ToolContext, workdir: string | undefined): string 
   return `${workspace}/${workdir}`;
 }
 
+/** A command runs as `POST /process/shell` would, for the session's owner. */
+const SHELL: Tool<ShellArgs> = {
+  policy: SHELL_POLICY,
+  prepare: (call) => shellArgs(call.arguments),
+  item: {
+    at: "call",
+    fields: (call, args) => ({
+      type: "command_execution",
+      command: args ? displayed(args.command) : call.arguments,
+      cwd: null,
+      duration_ms: null,
+      exit_code: null,
+      output: null,
+    }),
+    answerIn: "output",
+  },
+  // A spawn that fails for a reason no guard gave (a missing program, a full process table).
+  failureCode: "sandbox_error",
+  run: runShell,
+};
+
+/** Run one command, its output going out as deltas on the call's item. */
+async function runShell(args: ShellArgs, context: ToolContext): Promise<ToolResult> {
+  if (!context.environment) {
+    throw new ToolError("sandbox_error", "this session has no environment to run commands in");
+  }
+  const started = performance.now();
+  const rules = commandRules(context.state.policy);
+  const inner = typeof args.command === "string"
+    ? [
+      shellPath(),
+      "-lc",
+      loginShellPrelude(context.environment.venv) +
+      guardShellCommand(rules, args.command, "command"),
+    ]
+    : guardArgv(rules, args.command, "command");
+  const cwd = await guardCwd(context.state, workdirPath(context, args.workdir));
+  const env = withVenv(
+    guardedEnvironment(context.state, context.environment.env),
+    context.environment.venv,
+  );
+  const timeoutMs = Math.min(args.timeout_ms ?? SHELL_TIMEOUT_MS.default, SHELL_TIMEOUT_MS.max);
+  const out = new TailBuffer(SHELL_OUTPUT_BYTES.item);
+  const decoder = new TextDecoder();
+  const entry = spawnShell(
+    context.state,
+    context.identity!.id,
+    { argv: [...context.environment.networkPrefix, ...inner], cwd, env, timeoutMs },
+    (_type, bytes) => {
+      out.push(bytes);
+      const delta = decoder.decode(bytes, { stream: true });
+      if (delta !== "") {
+        context.recorder.emit({
+          type: "agent.output.command_execution_output.delta",
+          item_id: context.item.id,
+          output_index: context.item.index,
+          delta,
+        });
+      }
+    },
+  );
+  const kill = () => entry.process.kill("SIGKILL");
+  context.signal.addEventListener("abort", kill, { once: true });
+  let exit;
+  try {
+    exit = await entry.process.exited;
+  } finally {
+    context.signal.removeEventListener("abort", kill);
+  }
+  const output = out.text();
+  context.attributes["process.command_line"] = displayed(args.command);
+  context.attributes["process.exit.code"] = exit.exitCode;
+  const duration = Math.round(performance.now() - started);
+  const shown = output.length > SHELL_OUTPUT_BYTES.model
+    ? `[${output.length - SHELL_OUTPUT_BYTES.model} earlier characters left out]\n` +
+      output.slice(-SHELL_OUTPUT_BYTES.model)
+    : output;
+  const timedOut = exit.timedOut ? " (killed: timeout)" : "";
+  return {
+    output: `Exit code: ${exit.exitCode}${timedOut}\nWall time: ${
+      (duration / 1000).toFixed(1)
+    } seconds\nOutput:\n${shown}`,
+    status: context.signal.aborted ? "incomplete" : "completed",
+    record: { cwd, duration_ms: duration, exit_code: exit.exitCode, output },
+  };
+}
+
 /** The `shell` tool. */
 export class ShellTool implements ToolProvider {
   /** Offered only with an environment. */
@@ -116,114 +206,7 @@ export class ShellTool implements ToolProvider {
   }
 
   /** Calls to `shell`. */
-  handles(name: string): boolean {
-    return name === "shell";
-  }
-
-  /** A command runs as the `shell` endpoint would, for the session's owner. */
-  policy(): ActionPolicy {
-    return SHELL_POLICY;
-  }
-
-  /** Run one command. */
-  async run(call: ToolCall, context: ToolContext): Promise<string> {
-    const rec = context.recorder;
-    let args: ShellArgs | undefined;
-    let argError: string | undefined;
-    try {
-      args = shellArgs(call.arguments);
-    } catch (e) {
-      argError = (e as Error).message;
-    }
-    const outputIndex = context.item.index;
-    const added = context.item.open({
-      type: "command_execution",
-      command: args ? displayed(args.command) : call.arguments,
-      cwd: null,
-      duration_ms: null,
-      exit_code: null,
-      output: null,
-    });
-    const fail = (code: string, message: string) => {
-      context.item.done({ status: "failed", output: toolError(code, message) });
-      return toolError(code, message);
-    };
-    if (!args) return fail("invalid_arguments", argError!);
-    if (!context.environment) {
-      return fail("sandbox_error", "this session has no environment to run commands in");
-    }
-    let entry;
-    const started = performance.now();
-    let cwd: string;
-    const out = new TailBuffer(SHELL_OUTPUT_BYTES.item);
-    const decoder = new TextDecoder();
-    try {
-      context.authorize();
-      const rules = commandRules(context.state.policy);
-      const inner = typeof args.command === "string"
-        ? [
-          shellPath(),
-          "-lc",
-          loginShellPrelude(context.environment.venv) +
-          guardShellCommand(rules, args.command, "command"),
-        ]
-        : guardArgv(rules, args.command, "command");
-      cwd = await guardCwd(context.state, workdirPath(context, args.workdir));
-      const env = withVenv(
-        guardedEnvironment(context.state, context.environment.env),
-        context.environment.venv,
-      );
-      const timeoutMs = Math.min(args.timeout_ms ?? SHELL_TIMEOUT_MS.default, SHELL_TIMEOUT_MS.max);
-      entry = spawnShell(
-        context.state,
-        context.identity!.id,
-        { argv: [...context.environment.networkPrefix, ...inner], cwd, env, timeoutMs },
-        (_type, bytes) => {
-          out.push(bytes);
-          const delta = decoder.decode(bytes, { stream: true });
-          if (delta !== "") {
-            rec.emit({
-              type: "agent.output.command_execution_output.delta",
-              item_id: added.id,
-              output_index: outputIndex,
-              delta,
-            });
-          }
-        },
-      );
-    } catch (e) {
-      if (e instanceof ApiError) {
-        context.refused(e);
-        return fail(e.code, e.message);
-      }
-      return fail("sandbox_error", (e as Error).message);
-    }
-    const kill = () => entry.process.kill("SIGKILL");
-    context.signal.addEventListener("abort", kill, { once: true });
-    let exit;
-    try {
-      exit = await entry.process.exited;
-    } finally {
-      context.signal.removeEventListener("abort", kill);
-    }
-    const output = out.text();
-    context.attributes["process.command_line"] = added.command as string;
-    context.attributes["process.exit.code"] = exit.exitCode;
-    const duration = Math.round(performance.now() - started);
-    context.item.done({
-      cwd,
-      duration_ms: duration,
-      exit_code: exit.exitCode,
-      output,
-      status: context.signal.aborted ? "incomplete" : "completed",
-    });
-    const shown = output.length > SHELL_OUTPUT_BYTES.model
-      ? `[${output.length - SHELL_OUTPUT_BYTES.model} earlier characters left out]\n` +
-        output.slice(-SHELL_OUTPUT_BYTES.model)
-      : output;
-    const timedOut = exit.timedOut ? " (killed: timeout)" : "";
-    return `Exit code: ${exit.exitCode}${timedOut}\nWall time: ${
-      (duration / 1000).toFixed(1)
-    } seconds\nOutput:\n${shown}`;
+  tool(name: string): Tool<ShellArgs> | undefined {
+    return name === "shell" ? SHELL : undefined;
   }
 }

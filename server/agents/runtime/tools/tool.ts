@@ -1,18 +1,29 @@
 /**
  * The tools a turn offers the model are providers behind one interface, so that more can be
- * plugged in (MCP servers, subagent delegation) without touching the loop: each says which
- * function tools it offers and runs the calls to them, recording its own items and events
- * through the turn's recorder, and answers the text the model sees.
+ * plugged in (MCP servers, subagent delegation) without touching the loop: each offers its
+ * function tools and, for a called name, the {@linkcode Tool} that declares how a call to it is
+ * recorded and checked, and executes it.
  *
- * A refusal by a guard (scope, path, command, environment) is not an exception out of the
- * loop: the provider answers it as a tool error carrying the guard's code, which the model
- * reads, and the refusal is audited. The dispatcher (`registry.ts`) makes the policy checks a
- * provider declares and audits refusals, so providers do neither themselves.
+ * A tool is data plus one function: its arguments' reader ({@linkcode Tool.prepare}), what it
+ * needs of the owner's policy ({@linkcode Tool.policy}), its item ({@linkcode ItemPlan}: the
+ * item's fields, when it is added, where an error's text goes), and {@linkcode Tool.run}, which
+ * answers a {@linkcode ToolResult}. The dispatcher (`registry.ts`) does the rest, the same way
+ * for every tool: it adds and finishes the item, checks the policy, and turns what a tool throws
+ * into the answer the model reads.
+ *
+ * What a tool throws, and what becomes of it:
+ * - an {@linkcode ApiError} is a **refusal** by the policy or a guard (scope, path, command,
+ *   environment): audited under the tool's name, answered as a tool error with the guard's
+ *   code, so the model reads it, never an exception out of the loop;
+ * - a {@linkcode ToolError} (an {@linkcode ArgumentsError} among them) is a call that cannot run
+ *   as asked (bad arguments, an unknown agent, a patch that does not apply): answered with its
+ *   code, not audited;
+ * - anything else fails the turn, unless the tool declares {@linkcode Tool.failureCode}, the code
+ *   such an error is answered with instead.
  *
  * @module
  */
 
-import type { ApiError } from "../../../errors.ts";
 import type { Identity } from "../../../policy/compile.ts";
 import type { ActionPolicy } from "../../../policy/on_behalf.ts";
 import type { ServerState } from "../../../state.ts";
@@ -43,37 +54,93 @@ export interface ToolContext {
   environment: ToolEnvironment | null;
   /** Aborts when the turn is cancelled. */
   signal: AbortSignal;
-  /** Where the call records its items and events. */
-  recorder: TurnRecorder;
   /**
-   * Check what the provider declares the call needs of the owner's policy (its
-   * {@linkcode ToolProvider.policy}); throws the refusal. Set by the dispatcher
-   * (`registry.ts`), called by the tool when its arguments are known.
+   * The turn's recorder: for what a call does to the session beyond its own item (a client
+   * function's `requires_action`, a subagent's `agent_message`, a command's output deltas).
    */
-  authorize(): void;
-  /** Audit a refusal of this call (by {@linkcode ToolContext.authorize} or a guard). */
-  refused(error: ApiError): void;
-  /** The item that records this call, kept by the dispatcher (`registry.ts`). */
-  item: CallItem;
+  recorder: TurnRecorder;
+  /** The call's item, as the dispatcher (`registry.ts`) keeps it. */
+  item: CallItemView;
   /** Attributes of the call's trace span, filled in by the tool (command, exit code). */
   attributes: Record<string, string | number | boolean>;
 }
 
-/**
- * The one item that records a tool call (`command_execution`, `function_call`, `mcp_call`, a
- * subagent call), at the output index the dispatcher reserved for the call. The tool says when
- * it is added and what it holds; the dispatcher adds and finishes it, and finishes one a tool
- * left open (an exception) as `failed`, or `incomplete` when the turn was cancelled.
- */
-export interface CallItem {
+/** The call's item, as a tool sees it: where it is, to refer to it in events of its own. */
+export interface CallItemView {
   /** The call's output index. */
   readonly index: number;
-  /** The item as added, or null before {@linkcode CallItem.open}. */
-  readonly current: Record<string, unknown> | null;
-  /** Add the item: a new id, then `fields`, then `status` (`in_progress` unless given); once. */
-  open(fields: Record<string, unknown>, status?: string): Record<string, unknown>;
-  /** Finish the item with `fields` on top of it (its final `status` among them); once. */
-  done(fields?: Record<string, unknown>): void;
+  /** The item's id; throws before the item is added. */
+  readonly id: string;
+}
+
+/**
+ * How a call's one item (`command_execution`, `function_call`, `mcp_call`, a subagent call) is
+ * recorded. The dispatcher adds it at the output index it reserved for the call and finishes it
+ * once; a tool never touches it.
+ */
+export interface ItemPlan<A> {
+  /**
+   * When the item is added:
+   * - `call`: before the arguments are read, so a call with bad arguments is a failed item;
+   * - `valid`: once {@linkcode Tool.prepare} passed, so a bad call has no item (the model still
+   *   reads the error);
+   * - `completed`: once valid, and already `completed`: the call is then someone else's to
+   *   answer (a client function's).
+   */
+  at: "call" | "valid" | "completed";
+  /**
+   * The item's fields, `type` among them (the dispatcher adds `id` and `status`). `args` is
+   * undefined for an item added at `call` whose arguments did not read.
+   */
+  fields(call: ToolCall, args: A | undefined): Record<string, unknown>;
+  /**
+   * Where the call's answer goes:
+   * - `output` or `error`: that field of the call's own item takes an error's text (a
+   *   `command_execution`'s `output`, an `mcp_call`'s `error`); a result's fields are what
+   *   {@linkcode ToolResult.record} gives;
+   * - `function_call_output`: a `function_call_output` item follows the call's, with the
+   *   answer's text as its `output`, or as its `error` when the call failed;
+   * - `status`: only the item's `status` says how the call went (the model reads the answer).
+   */
+  answerIn: "output" | "error" | "function_call_output" | "status";
+  /**
+   * Items recorded before the call's own, each at an output index of its own and already
+   * completed, once the arguments are valid (`send_input`'s `interrupt_subagent_call`).
+   */
+  precededBy?(args: A): Record<string, unknown>[];
+}
+
+/** What a call that ran answers. */
+export interface ToolResult {
+  /** What the model reads. */
+  output: string;
+  /** The item's final status; `completed` unless given. */
+  status?: "completed" | "failed" | "incomplete";
+  /**
+   * Fields of the item that holds the answer (the call's own, or the `function_call_output`
+   * that follows it), on top of what the dispatcher puts there.
+   */
+  record?: Record<string, unknown>;
+}
+
+/** One function tool: its declaration and its execution. */
+export interface Tool<A = unknown> {
+  /** What a call needs of the owner's policy, checked by the dispatcher before `run`. */
+  policy?: ActionPolicy;
+  /**
+   * Read the call's arguments, and whatever must hold (or be set up) before the item is added
+   * at `valid` or `completed`; throws a {@linkcode ToolError} for a call that cannot run.
+   */
+  prepare(call: ToolCall, context: ToolContext): A;
+  /** How the call's item is recorded. */
+  item: ItemPlan<A>;
+  /**
+   * The code an error that is neither a refusal nor a {@linkcode ToolError} is answered with;
+   * without it, such an error fails the turn.
+   */
+  failureCode?: string;
+  /** Run the call. */
+  run(args: A, context: ToolContext): Promise<ToolResult>;
 }
 
 /** One call the model made. */
@@ -90,12 +157,8 @@ export interface ToolCall {
 export interface ToolProvider {
   /** The function tools offered to the model. */
   definitions(): FunctionToolDefinition[];
-  /** Whether a call to `name` is this provider's. */
-  handles(name: string): boolean;
-  /** What a call to `name` needs of the owner's policy, if anything (checked by the dispatcher). */
-  policy?(name: string): ActionPolicy | undefined;
-  /** Run a call; answers what the model reads as the call's output. */
-  run(call: ToolCall, context: ToolContext): Promise<string>;
+  /** The tool a call to `name` runs, or undefined when `name` is not this provider's. */
+  tool(name: string): Tool<unknown> | undefined;
 }
 
 /**
@@ -112,25 +175,54 @@ export function toolError(code: string, message: string): string {
   return `error (${code}): ${message}`;
 }
 
-/** Parse a call's JSON arguments into an object, or throw a message for the model. */
-export function parseArguments(text: string): Record<string, unknown> {
+/**
+ * Parse a call's JSON arguments into an object, or throw an {@linkcode ArgumentsError} (with
+ * `code`) for the model.
+ */
+export function parseArguments(
+  text: string,
+  code = "invalid_arguments",
+): Record<string, unknown> {
   let value: unknown;
   try {
     value = JSON.parse(text || "{}");
   } catch {
-    throw new ArgumentsError("the arguments are not valid JSON");
+    throw new ArgumentsError("the arguments are not valid JSON", code);
   }
   if (!value || typeof value !== "object" || Array.isArray(value)) {
-    throw new ArgumentsError("the arguments must be a JSON object");
+    throw new ArgumentsError("the arguments must be a JSON object", code);
   }
   return value as Record<string, unknown>;
 }
 
-/** Arguments a tool cannot use. */
-export class ArgumentsError extends Error {
+/**
+ * A call that cannot run as asked: answered to the model as a tool error with `code`, not
+ * audited (a refusal by a guard is an `ApiError`, which is).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { ToolError, toolError } from "./tool.ts";
+ * const e = new ToolError("not_found", "there is no agent with id 'a'");
+ * assert.equal(toolError(e.code, e.message), "error (not_found): there is no agent with id 'a'");
+ * ```
+ */
+export class ToolError extends Error {
+  /** The code the model reads. */
+  readonly code: string;
   /** Make one. */
-  constructor(message: string) {
+  constructor(code: string, message: string) {
     super(message);
+    this.name = "ToolError";
+    this.code = code;
+  }
+}
+
+/** Arguments a tool cannot use (`invalid_arguments` unless the tool says otherwise). */
+export class ArgumentsError extends ToolError {
+  /** Make one. */
+  constructor(message: string, code = "invalid_arguments") {
+    super(code, message);
     this.name = "ArgumentsError";
   }
 }
