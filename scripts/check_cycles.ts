@@ -1,8 +1,9 @@
 /**
  * The import-cycle check: fails when any non-test module of `server/`, `sdk/`, `engine/` or
  * `shared/` can reach itself through its imports, or when an import crosses a layer boundary the
- * wrong way ({@linkcode LAYER_RULES}: shared leaves, the engine alone, the agents group's
- * layers). Imports run one way (transport on top, domain in the middle,
+ * wrong way ({@linkcode LAYER_RULES}: shared leaves, the engine alone, the server never importing
+ * the SDK and the SDK only the server modules listed in {@linkcode SDK_SERVER_IMPORTS}, the agents
+ * group's layers). Imports run one way (transport on top, domain in the middle,
  * storage at the bottom); a cycle is the sign that one of them runs back up, and it makes "read
  * this part without the rest" impossible. `deno task check` runs it.
  *
@@ -230,9 +231,22 @@ export interface LayerRule {
   readonly to: RegExp;
   /** Importers the rule leaves out. */
   readonly unless?: RegExp;
+  /** Imported modules the rule leaves out. */
+  readonly allowed?: RegExp;
   /** Why, for the message. */
   readonly why: string;
 }
+
+/**
+ * The server modules the SDK may import directly, each for a reason. A sandbox provider does on
+ * the host what the server does inside, with the server's own code: the policy's schema, loader
+ * and compiler; the egress rules, proxy, bridge and TLS interception; the audit line; the
+ * launcher and the endpoint table it passes; the relay's hardening. The rest are the shapes and
+ * constants of answers (the version, a file's info, a listening port). Any other import of the
+ * server by the SDK fails the check: adding one is a decision, made here.
+ */
+export const SDK_SERVER_IMPORTS: RegExp =
+  /^server\/(egress\/(rules|bridge|proxy|tls_intercept)|policy\/(load|compile|schema)|pipeline\/audit|confine\/hardening|endpoints|launch|version|files\/info|handlers\/system\/ports)\.ts$/;
 
 /** The direction of imports between the parts and inside the agents group, as data. */
 export const LAYER_RULES: readonly LayerRule[] = [
@@ -245,6 +259,17 @@ export const LAYER_RULES: readonly LayerRule[] = [
     from: /^engine\//,
     to: /^(server|sdk)\//,
     why: "the engine stands alone: it imports neither the server nor the SDK",
+  },
+  {
+    from: /^server\//,
+    to: /^sdk\//,
+    why: "the server never imports the SDK: the SDK starts and drives the server from outside",
+  },
+  {
+    from: /^sdk\//,
+    to: /^server\//,
+    allowed: SDK_SERVER_IMPORTS,
+    why: "the SDK imports only the server modules it shares with it (SDK_SERVER_IMPORTS)",
   },
   {
     from: /^server\/agents\//,
@@ -275,7 +300,7 @@ export function findLayerViolations(
     for (const to of [...targets].sort()) {
       for (const rule of rules) {
         if (!rule.from.test(from) || !rule.to.test(to)) continue;
-        if (rule.unless?.test(from)) continue;
+        if (rule.unless?.test(from) || rule.allowed?.test(to)) continue;
         found.push(`${from} → ${to} (${rule.why})`);
       }
     }

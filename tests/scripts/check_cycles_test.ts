@@ -69,7 +69,9 @@ Deno.test("check_cycles: imports that run one way pass, and test files are not c
     "server/store.ts": `export const store = 1;\n`,
     "server/store_test.ts":
       `import { app } from "./app.ts";\nimport "./store_test.ts";\nexport const t = app;\n`,
-    "sdk/mod.ts": `import { app } from "../server/app.ts";\nexport const e = app;\n`,
+    "server/version.ts": `import { app } from "./app.ts";\nexport const version = app;\n`,
+    // The SDK imports a module the server shares with it (SDK_SERVER_IMPORTS).
+    "sdk/mod.ts": `import { version } from "../server/version.ts";\nexport const e = version;\n`,
   });
   try {
     const { code, output } = await check(root);
@@ -103,6 +105,36 @@ Deno.test("check_cycles: an import against the layers fails without a cycle, nam
     );
     assert.match(output, /shared\/leaf\.ts → server\/agents\/runtime\/runtime\.ts \(shared\//);
     assert.doesNotMatch(output, /resources\/agents\.ts →/); // the HTTP layer may look it up
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("check_cycles: the server never imports the SDK; the SDK imports only the server modules it shares", async () => {
+  const root = await plant({
+    "server/egress/rules.ts": `export const rules = 1;\n`,
+    "server/state.ts": `export const state = 1;\n`,
+    "server/pipeline/run.ts":
+      `import { options } from "../../sdk/options.ts";\nexport const r = options;\n`,
+    "sdk/options.ts":
+      `import { rules } from "../server/egress/rules.ts";\nexport const options = rules;\n`,
+    "sdk/providers/local.ts":
+      `import { state } from "../../server/state.ts";\nexport const local = state;\n`,
+  });
+  try {
+    const { code, output } = await check(root);
+    assert.equal(code, 1, output);
+    assert.doesNotMatch(output, /import cycle/);
+    assert.match(output, /2 import\(s\) against the layers/);
+    assert.match(
+      output,
+      /server\/pipeline\/run\.ts → sdk\/options\.ts \(the server never imports the SDK/,
+    );
+    assert.match(
+      output,
+      /sdk\/providers\/local\.ts → server\/state\.ts \(the SDK imports only the server modules it shares with it \(SDK_SERVER_IMPORTS\)\)/,
+    );
+    assert.doesNotMatch(output, /sdk\/options\.ts →/); // the egress rules are shared
   } finally {
     await Deno.remove(root, { recursive: true });
   }
