@@ -437,16 +437,10 @@ export class DockerProvider implements SandboxProvider {
   /** A live sandbox's labels; expired ones are removed here (the host's half of the lifetime). */
   async #live(id: string): Promise<Labeled> {
     const found = await this.#inspect(id);
-    if (
-      found &&
-      (found.status === "running" || found.status === "paused" || found.status === "created")
-    ) {
-      const end = await endOf(found.labels);
-      // The container's own watch ends it at its end time; if something inside stopped the
-      // watch, the host ends it at the next call that looks (with a little grace).
-      if (end.getTime() + 5000 >= Date.now()) return found;
-      await this.#remove(id, found.labels);
-    }
+    if (found && await isLive(found)) return found;
+    // Past its end: the container's own watch ends it; if something inside stopped the watch,
+    // the host ends it here, at the next call that looks.
+    if (found && isRunning(found)) await this.#remove(id, found.labels);
     throw new SandboxNotFoundError(`Sandbox ${id} not found (killed, or its timeout ran out)`);
   }
 
@@ -665,12 +659,18 @@ export class DockerProvider implements SandboxProvider {
     if (dir && dir.endsWith(`/docker/${id}`)) await removeTree(dir).catch(() => {});
   }
 
-  /** Destroy a sandbox: its container, its anonymous volumes, its host directory. */
+  /**
+   * Destroy a sandbox: its container, its anonymous volumes, its host directory. True when it
+   * was live; a sandbox whose lifetime had already ended (its container exited, or being removed
+   * by the engine) answers false, as one that is gone does, though what is left of it is removed
+   * too.
+   */
   async kill(sandboxId: string): Promise<boolean> {
     const found = await this.#inspect(sandboxId);
     if (!found) return false;
+    const live = await isLive(found);
     await this.#remove(sandboxId, found.labels);
-    return true;
+    return live;
   }
 
   /** Make the lifetime end `timeout` seconds from now. */
@@ -875,6 +875,19 @@ interface DockerStats {
 function keeperOf(id: string, labels: Record<string, string>): string | null {
   const dir = labels[EGRESS_LABEL];
   return dir && dir.endsWith(`/docker-egress/${id}`) ? dir : null;
+}
+
+/** Whether the container still runs (paused and just created count). */
+function isRunning(found: Labeled): boolean {
+  return found.status === "running" || found.status === "paused" || found.status === "created";
+}
+
+/**
+ * Whether the sandbox is live: its container runs and its end time has not passed (with a
+ * little grace, for the container's own watch to end it).
+ */
+async function isLive(found: Labeled): Promise<boolean> {
+  return isRunning(found) && (await endOf(found.labels)).getTime() + 5000 >= Date.now();
 }
 
 async function endOf(labels: Record<string, string>): Promise<Date> {
