@@ -26,7 +26,13 @@ import type { ServerState } from "../../../state.ts";
 import { hostPath } from "../../environments/workspace.ts";
 import type { FunctionToolDefinition } from "../model/model.ts";
 import { applyChunks, parsePatch, PatchError } from "./patch.ts";
-import { ArgumentsError, parseArguments, type Tool, type ToolProvider } from "./tool.ts";
+import {
+  ArgumentsError,
+  functionCallFields,
+  parseArguments,
+  type Tool,
+  type ToolProvider,
+} from "./tool.ts";
 
 const DEFINITION: FunctionToolDefinition = {
   type: "function",
@@ -192,12 +198,7 @@ const APPLY_PATCH: Tool<string> = {
   },
   item: {
     at: "call",
-    fields: (call) => ({
-      type: "function_call",
-      call_id: call.callId,
-      name: call.name,
-      arguments: call.arguments,
-    }),
+    fields: functionCallFields,
     answerIn: "function_call_output",
   },
   // A write the kernel refused for a reason no guard gave (a full disk, a read-only mount).

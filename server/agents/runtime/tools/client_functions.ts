@@ -11,7 +11,7 @@
  */
 
 import type { FunctionToolDefinition } from "../model/model.ts";
-import type { Tool, ToolProvider } from "./tool.ts";
+import { functionCallFields, type Tool, type ToolProvider } from "./tool.ts";
 
 /** The turn was cancelled while a call waited. */
 export class CallCancelled extends Error {
@@ -71,12 +71,7 @@ const CLIENT_FUNCTION: Tool<ClientAnswer> = {
   },
   item: {
     at: "completed",
-    fields: (call) => ({
-      type: "function_call",
-      call_id: call.callId,
-      name: call.name,
-      arguments: call.arguments,
-    }),
+    fields: functionCallFields,
     answerIn: "function_call_output",
   },
   run: async ({ callId, answered }, context) => {

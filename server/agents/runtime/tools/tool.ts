@@ -153,6 +153,32 @@ export interface ToolCall {
   arguments: string;
 }
 
+/**
+ * The item of a call the model made to a plain function (`apply_patch`, a client's function):
+ * a `function_call` as the model sent it.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { functionCallFields } from "./tool.ts";
+ * const call = { callId: "call_1", name: "get_weather", arguments: '{"city":"Paris"}' };
+ * assert.deepEqual(functionCallFields(call), {
+ *   type: "function_call",
+ *   call_id: "call_1",
+ *   name: "get_weather",
+ *   arguments: '{"city":"Paris"}',
+ * });
+ * ```
+ */
+export function functionCallFields(call: ToolCall): Record<string, unknown> {
+  return {
+    type: "function_call",
+    call_id: call.callId,
+    name: call.name,
+    arguments: call.arguments,
+  };
+}
+
 /** A source of tools. */
 export interface ToolProvider {
   /** The function tools offered to the model. */
