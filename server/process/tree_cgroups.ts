@@ -52,7 +52,7 @@ import {
   removeCgroupDir,
   writeCgroupFile,
 } from "./cgroup_files.ts";
-import { delegatedTreeDir } from "./work_cgroup.ts";
+import { delegatedTreeDir, intoHome, intoWork } from "./work_cgroup.ts";
 
 /** A cgroup hierarchy's version. */
 export type CgroupVersion = 1 | 2;
@@ -120,6 +120,11 @@ export class TreeCgroups {
   readonly own: string;
   /** `sandbar-<pid>` in it: every tree's cgroup is a child of this one. */
   readonly base: string;
+  /**
+   * v2 inside a local sandbox: `own` is the sandbox's `work`, delegated, and the server lives in
+   * the `server` leaf beside it, outside its cgroup namespace (see {@linkcode bornIn}).
+   */
+  readonly #delegated: boolean;
   readonly #pool: string[] = [];
   /** Trees ended with members still dying, removed once they are gone. */
   readonly #ending = new Set<string>();
@@ -128,6 +133,7 @@ export class TreeCgroups {
     this.version = version;
     this.own = own;
     this.base = base;
+    this.#delegated = version === 2 && own === delegatedTreeDir(2);
   }
 
   /**
@@ -188,10 +194,20 @@ export class TreeCgroups {
   /**
    * v2: run `start` (a synchronous spawn) with this whole process in `dir`, so the process it
    * starts is born there; the server is back in its own cgroup when `start` returns or throws.
+   *
+   * Inside a local sandbox (`work` delegated) each move is two or one: the server lives in the
+   * `server` leaf, outside the sandbox's cgroup namespace (rooted at `work`), and Linux checks a
+   * move against the namespace of whoever opened the `cgroup.procs` written (`nsdelegate`). So
+   * the server goes into `work` through the descriptor the host opened (`procs`), from there
+   * into the tree through its own (both ends inside its namespace), and back to `server`
+   * through the host's other one (`home`). A spawn refused there (a fork bomb holds every slot
+   * of `work`) is made again at home and the child moved in after ({@linkcode settle}): the
+   * kernel holds a fork to the limit, not a move.
    */
   bornIn<T>(dir: string, start: () => T): T {
-    const into = writeCgroupFile(join(dir, "cgroup.procs"), String(Deno.pid));
+    const into = this.#enter(dir, Deno.pid);
     if (into !== 0) {
+      this.#moveHome(); // from `work`, where a two-step move may have stopped
       throw new Error(`could not move the server into the process tree ${dir} (errno ${into})`);
     }
     let made: { value: T } | { error: unknown };
@@ -206,12 +222,21 @@ export class TreeCgroups {
       // Never seen; should it happen, `end` spares the server (see there).
       throw new Error(`could not move the server back into ${this.own} (errno ${back})`);
     }
+    if ("error" in made && this.#delegated) made = { value: start() }; // at home; `settle` moves it
     if ("error" in made) throw made.error;
     return made.value;
   }
 
-  #moveHome(): number {
-    return writeCgroupFile(join(this.own, "cgroup.procs"), String(Deno.pid));
+  /** Move process `pid` into the tree `dir`: 0, or the errno of the move refused. */
+  #enter(dir: string, pid: number): number {
+    if (this.#delegated && !intoWork(pid)) return errno() || -1;
+    return writeCgroupFile(join(dir, "cgroup.procs"), String(pid));
+  }
+
+  /** Move process `pid` (the server by default) back to the server's own cgroup: 0, or errno. */
+  #moveHome(pid = Deno.pid): number {
+    if (this.#delegated) return intoHome(pid) ? 0 : errno() || -1;
+    return writeCgroupFile(join(this.own, "cgroup.procs"), String(pid));
   }
 
   /**
@@ -247,7 +272,7 @@ export class TreeCgroups {
           }
         }
       }
-      for (const pid of strays) writeCgroupFile(join(this.own, "cgroup.procs"), String(pid));
+      for (const pid of strays) this.#moveHome(pid);
     }
     if (leader > 0 && !pids.includes(leader)) this.adopt(dir, leader);
   }
@@ -259,7 +284,7 @@ export class TreeCgroups {
 
   /** Move process `pid` (and, v2, all its threads) into `dir`. */
   adopt(dir: string, pid: number): boolean {
-    return writeCgroupFile(join(dir, "cgroup.procs"), String(pid)) === 0;
+    return this.#enter(dir, pid) === 0;
   }
 
   /** The pids in `dir` and in the cgroups below it. */

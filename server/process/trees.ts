@@ -8,8 +8,11 @@
  * - `cgroup2`: a cgroup per tree in the server's own cgroup of the v2 (unified) hierarchy, found
  *   through `/proc/self/mountinfo` and `/proc/self/cgroup` wherever it is mounted (a pure v2 host
  *   at `/sys/fs/cgroup`, a hybrid one at `/sys/fs/cgroup/unified`), when this user may write
- *   there. No controller is needed: `cgroup.procs`, `cgroup.kill` and `cgroup.freeze` are core
- *   files. A child is born in its tree because the server moves itself into the tree's cgroup
+ *   there; inside a local sandbox, in the sandbox's `work` cgroup that the local provider hands
+ *   the server by descriptor (`trees2:<n>`, with `home:<n>` to come back by; see
+ *   `work_cgroup.ts` and `sdk/providers/local/tree_delegation.ts`), so `work`'s limits hold for
+ *   every tree. No controller is needed: `cgroup.procs`, `cgroup.kill` and `cgroup.freeze` are
+ *   core files. A child is born in its tree because the server moves itself into the tree's cgroup
  *   for the synchronous spawn call (see `tree_cgroups.ts`; v2 moves whole processes only, and
  *   `CLONE_INTO_CGROUP` needs `clone3`, which glibc's `posix_spawn` uses only from glibc 2.39
  *   on, with `posix_spawnattr_setcgroup_np`). Ending writes `cgroup.kill`. Preferred: one write
@@ -24,8 +27,8 @@
  *   Ending freezes the cgroup (no fork can race the kill), sends `SIGKILL` to every member, and
  *   thaws it.
  * - `session` (no writable cgroup hierarchy and none delegated: a host where the server is not
- *   root and has no delegated subtree, or a local sandbox on a cgroup v2 host, where no cgroup is
- *   delegated yet; or `SANDBAR_PROCESS_TREES=session`): ending a tree sends `SIGKILL` to its
+ *   root and has no delegated subtree, or a local sandbox whose supervisor could delegate none,
+ *   as its log says; or `SANDBAR_PROCESS_TREES=session`): ending a tree sends `SIGKILL` to its
  *   process group, to every process of its session and to every process descending from its
  *   leader, found in `/proc` (`tree_sessions.ts`). What it cannot find: a process that called
  *   `setsid` and whose parent had already exited. That one lives until its session ends by
@@ -117,7 +120,10 @@ function choose(): TreeCgroups | null {
       reasons.push(`cgroup v${v}: ${found}`);
     }
   }
-  if (workDescriptors().procs.length > 0 && delegatedTreeDir(1) === null) {
+  if (
+    workDescriptors().procs.length > 0 && delegatedTreeDir(1) === null &&
+    delegatedTreeDir(2) === null
+  ) {
     // A local sandbox's server (it was handed `work`), with no cgroup for its trees.
     reasons.push(
       "in a local sandbox, no cgroup was delegated for process trees (the sandbox's log says why)",

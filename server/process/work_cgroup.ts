@@ -5,9 +5,11 @@
  *
  * The provider hands the server descriptors open on `work`'s files and names them in
  * `SANDBAR_WORK_FDS` (`procs:3,4;tasks:5,6;back:7,8`: `work`'s `cgroup.procs`, and on cgroup v1
- * `work`'s `tasks` and the sandbox cgroup's `tasks`, one per hierarchy), and on cgroup v1 the
- * sandbox's freezer cgroup for process trees (`trees1:<n>`, a directory, n ≥ 10; {@linkcode
- * delegatedTreeDir}); inside the sandbox the cgroup file system itself is read-only. They are closed on exec like every inherited
+ * `work`'s `tasks` and the sandbox cgroup's `tasks`, one per hierarchy), and a cgroup for process
+ * trees: on cgroup v1 the sandbox's freezer cgroup (`trees1:<n>`, a directory, n ≥ 10), on
+ * cgroup v2 `work` itself (`trees2:<n>`) with the `server` leaf's `cgroup.procs` to come back to
+ * (`home:<n>`; {@linkcode delegatedTreeDir}, {@linkcode intoHome}). Inside the sandbox the cgroup
+ * file system itself is read-only. They are closed on exec like every inherited
  * descriptor (`confine/hardening.ts`), so no child holds them. Without the variable (a server not
  * started by the local provider) nothing is moved.
  *
@@ -42,7 +44,13 @@ interface Descriptors {
    * server's process trees (one descriptor at most; see {@linkcode delegatedTreeDir}).
    */
   trees1: number[];
+  /** `work` on cgroup v2, delegated for the server's process trees (one descriptor at most). */
+  trees2: number[];
+  /** The `server` leaf's `cgroup.procs` (v2, with `trees2`): where the server comes back to. */
+  home: number[];
 }
+
+const NAMES = ["procs", "tasks", "back", "trees1", "trees2", "home"] as const;
 
 let held: Descriptors | undefined;
 
@@ -64,15 +72,20 @@ export function workDescriptors(): Descriptors {
     raw = Deno.env.get("SANDBAR_WORK_FDS") ?? "";
     Deno.env.delete("SANDBAR_WORK_FDS");
   } catch { /* no --allow-env for it: not started by the local provider */ }
-  const found: Descriptors = { procs: [], tasks: [], back: [], trees1: [] };
+  const found: Descriptors = { procs: [], tasks: [], back: [], trees1: [], trees2: [], home: [] };
   for (const part of raw.split(";")) {
     const [name, list] = part.split(":");
-    if (name !== "procs" && name !== "tasks" && name !== "back" && name !== "trees1") continue;
-    found[name] = (list ?? "").split(",").filter((s) => /^\d+$/.test(s)).map(Number)
+    if (!(NAMES as readonly string[]).includes(name)) continue;
+    found[name as typeof NAMES[number]] = (list ?? "").split(",").filter((s) => /^\d+$/.test(s))
+      .map(Number)
       .filter((n) => n > 2);
   }
   if (found.tasks.length !== found.back.length) found.tasks = found.back = [];
   if (found.trees1.length !== 1) found.trees1 = [];
+  // v2 trees need both ways of the two-step move: into `work` (`procs`) and back (`home`).
+  if (found.trees2.length !== 1 || found.home.length !== 1 || found.procs.length !== 1) {
+    found.trees2 = found.home = [];
+  }
   return (held = found);
 }
 
@@ -99,7 +112,7 @@ export function workDescriptors(): Descriptors {
  * ```
  */
 export function delegatedTreeDir(version: 1 | 2): string | null {
-  const fd = version === 1 ? workDescriptors().trees1[0] : undefined;
+  const fd = workDescriptors()[version === 1 ? "trees1" : "trees2"][0];
   return fd === undefined ? null : `/proc/self/fd/${fd}`;
 }
 
@@ -127,6 +140,21 @@ function writeEach(fds: number[], id: number): boolean {
  */
 export function intoWork(pid: number): boolean {
   return writeEach(workDescriptors().procs, pid);
+}
+
+/**
+ * Move process `pid` back into the sandbox's `server` leaf (cgroup v2, where `work` is delegated
+ * for process trees): false when there is no such descriptor or the kernel refused.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { intoHome, workDescriptors } from "./work_cgroup.ts";
+ * if (workDescriptors().home.length === 0) assert.equal(intoHome(Deno.pid), false);
+ * ```
+ */
+export function intoHome(pid: number): boolean {
+  return writeEach(workDescriptors().home, pid);
 }
 
 /**

@@ -282,7 +282,21 @@ function memoryMembers(state: State): { sandbox: string[]; work: string[] } {
       }
     });
   const own = state.cgroup.version === 2 ? `${dir}/server/cgroup.procs` : `${dir}/cgroup.procs`;
-  return { sandbox: names(own), work: names(`${dir}/work/cgroup.procs`) };
+  // On v2 the server's process trees are cgroups below `work` (`tree_delegation.ts`).
+  const below = (d: string): string[] => [
+    d,
+    ...[...Deno.readDirSync(d)].filter((e) => e.isDirectory).flatMap((e) =>
+      below(`${d}/${e.name}`)
+    ),
+  ];
+  const work = below(`${dir}/work`).flatMap((d) => {
+    try {
+      return names(`${d}/cgroup.procs`);
+    } catch {
+      return []; // a tree's cgroup removed meanwhile
+    }
+  });
+  return { sandbox: names(own), work };
 }
 
 Deno.test({

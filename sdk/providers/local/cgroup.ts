@@ -429,15 +429,19 @@ function setLimits(ref: CgroupRef, limits: Limits, weight = true): void {
  * first process is in its cgroup before it runs anything (and so is every descendant). The
  * shell also opens the `work` cgroup's files for the server, and names them in
  * `SANDBAR_WORK_FDS` (see `cgroup_reserve.ts`), with `inherited`: descriptors this process
- * hands down itself (`trees1:<n>`, the cgroup for the server's process trees; see
- * `tree_delegation.ts`).
+ * hands down itself (`trees1:<n>` or `trees2:<n>`, the cgroup for the server's process trees;
+ * see `tree_delegation.ts`). With `trees2:` the shell enters `work`, and bubblewrap's script
+ * leaves it for the `server` leaf by the `home:` descriptor before the server starts
+ * (`launch.ts`).
  */
 export function enterArgv(ref: CgroupRef, argv: string[], inherited: string[] = []): string[] {
   const q = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
   const reserve = hasReserve(ref);
-  const entry = reserve ? entryDirs(ref) : [...new Set(Object.values(ref.dirs))];
+  // v2 trees below `work`: the sandbox's cgroup namespace is rooted there (`tree_delegation.ts`).
+  const treesInWork = reserve && inherited.some((s) => s.startsWith("trees2:"));
+  const entry = reserve ? entryDirs(ref, treesInWork) : [...new Set(Object.values(ref.dirs))];
   const files = entry.map((d) => q(join(d, "cgroup.procs"))).join(" ");
-  const work = reserve ? workDescriptorFiles(ref) : { files: [], spec: "" };
+  const work = reserve ? workDescriptorFiles(ref, treesInWork) : { files: [], spec: "" };
   const opens = work.files.map(([fd, file]) => `exec ${fd}>${q(file)} || exit 125; `).join("");
   const spec = [work.spec, ...inherited].filter(Boolean).join(";");
   const named = spec ? `SANDBAR_WORK_FDS='${spec}'; export SANDBAR_WORK_FDS; ` : "";

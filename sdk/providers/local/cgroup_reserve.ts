@@ -21,12 +21,13 @@
  * every slot) the spawn is made again beside the server and the child moved into `work` after:
  * the kernel holds a fork to the limit but not a move, so a command still starts.
  *
- * Process trees (what the server ends when a command, context or turn ends) are not `work`'s
- * business on v1: they are freezer cgroups under the sandbox's own freezer cgroup, which the
- * supervisor hands the server as one more descriptor (`trees1:<n>`, see `tree_delegation.ts`),
- * while a tree's processes still go into `work` in the `pids` and `memory` hierarchies, so
- * `work`'s limits hold for them. On v2 a tree would have to be a cgroup below `work`; that is not
- * delegated (see `tree_delegation.ts` for why), and the server ends trees by session there.
+ * Process trees (what the server ends when a command, context or turn ends) are cgroups the
+ * supervisor delegates by one more descriptor (see `tree_delegation.ts`). On v1 they are freezer
+ * cgroups under the sandbox's own freezer cgroup (`trees1:<n>`), while a tree's processes still go
+ * into `work` in the `pids` and `memory` hierarchies. On v2 they are cgroups below `work`
+ * (`trees2:<n>`), so `work`'s limits hold for them: the sandbox's cgroup namespace is rooted at
+ * `work`, and the server, in the `server` leaf beside it, moves in and out through `procs` and
+ * one more host-opened descriptor, `home:` (the `server` leaf's `cgroup.procs`).
  *
  * @module
  */
@@ -124,7 +125,9 @@ export function workDirs(ref: CgroupRef): Record<string, string> {
 /**
  * The descriptors the entering shell opens for the server, and the `SANDBAR_WORK_FDS` value
  * naming them: `procs:` `work`'s `cgroup.procs` files, then on v1 `tasks:` `work`'s `tasks` and
- * `back:` the sandbox cgroup's `tasks`, each in the same order of hierarchies. Descriptors 3 to 9
+ * `back:` the sandbox cgroup's `tasks`, each in the same order of hierarchies; on v2 with `work`
+ * delegated for process trees (`treesInWork`), `home:` the `server` leaf's `cgroup.procs`, by
+ * which the server and bubblewrap's init leave `work` (see `tree_delegation.ts`). Descriptors 3 to 9
  * (a POSIX shell's redirections take one digit).
  *
  * @example
@@ -138,7 +141,10 @@ export function workDirs(ref: CgroupRef): Record<string, string> {
  * });
  * ```
  */
-export function workDescriptorFiles(ref: CgroupRef): { files: [number, string][]; spec: string } {
+export function workDescriptorFiles(
+  ref: CgroupRef,
+  treesInWork = false,
+): { files: [number, string][]; spec: string } {
   const work = workDirs(ref);
   const controllers = Object.keys(work);
   const groups: [string, string[]][] = [[
@@ -148,6 +154,8 @@ export function workDescriptorFiles(ref: CgroupRef): { files: [number, string][]
   if (ref.version === 1) {
     groups.push(["tasks", controllers.map((c) => join(work[c], "tasks"))]);
     groups.push(["back", controllers.map((c) => join(ref.dirs[c], "tasks"))]);
+  } else if (treesInWork) {
+    groups.push(["home", [join(ref.dirs.unified, "server", "cgroup.procs")]]);
   }
   const files: [number, string][] = [];
   const spec = groups.map(([name, paths]) => {
@@ -162,9 +170,20 @@ export function workDescriptorFiles(ref: CgroupRef): { files: [number, string][]
 
 /**
  * Where the sandbox's first process goes: its cgroup on v1 (a v1 cgroup may hold processes and
- * children both), the `server` leaf on v2.
+ * children both), the `server` leaf on v2; or `work` on v2 when `work` is delegated for process
+ * trees (`treesInWork`): bubblewrap then roots the sandbox's cgroup namespace there, and its
+ * script moves its init and itself to `server` before the server starts (`home:`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { entryDirs } from "./cgroup_reserve.ts";
+ * const v2 = { version: 2 as const, dirs: { unified: "/cg/s1" } };
+ * assert.deepEqual(entryDirs(v2), ["/cg/s1/server"]);
+ * assert.deepEqual(entryDirs(v2, true), ["/cg/s1/work"]);
+ * ```
  */
-export function entryDirs(ref: CgroupRef): string[] {
-  if (ref.version === 2) return [join(ref.dirs.unified, "server")];
+export function entryDirs(ref: CgroupRef, treesInWork = false): string[] {
+  if (ref.version === 2) return [join(ref.dirs.unified, treesInWork ? "work" : "server")];
   return [...new Set(Object.values(ref.dirs))];
 }

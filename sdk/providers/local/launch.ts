@@ -371,7 +371,14 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     reads.push(`read -r ${variable} < ${path} && rm -f ${path}`);
     assigns.push(`${variable}="$${variable}"`);
   }
-  const script = `${reads.join(" && ")} && ${assigns.join(" ")} exec ${
+  // On cgroup v2 with `work` delegated for process trees, the sandbox's cgroup namespace was
+  // rooted at `work`: bubblewrap's init and this shell leave it for the `server` leaf by the
+  // host-opened `home:` descriptor before the server starts, so the server's memory is charged to
+  // its reserve from its first page (`tree_delegation.ts`).
+  const leaveWork = 'case ";$SANDBAR_WORK_FDS;" in *";home:"*) ' +
+    "h=${SANDBAR_WORK_FDS##*home:}; h=${h%%;*}; { echo 1 >&$h && echo $$ >&$h; } || " +
+    '{ echo "sandbar: cannot leave the work cgroup for the server leaf" >&2; exit 125; };; esac; ';
+  const script = `${leaveWork}${reads.join(" && ")} && ${assigns.join(" ")} exec ${
     server.map(shellQuote).join(" ")
   }`;
   const argv = [

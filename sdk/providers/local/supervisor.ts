@@ -537,7 +537,10 @@ async function main(path: string): Promise<number> {
   if (noReserve) await sup.log.write(new TextEncoder().encode(`sandbar: ${noReserve}\n`));
   // The cgroup for the server's process trees: opened here, with no await before the spawn, so
   // that the sandbox's first process alone inherits it (`tree_delegation.ts`).
-  const delegation = state.cgroup ? openTreeDelegation(state.cgroup) : null;
+  // (On v2 only inside bubblewrap, whose script leaves `work` for the `server` leaf; see there.)
+  const delegation = state.cgroup && (state.cgroup.version === 1 || state.isolation === "bwrap")
+    ? openTreeDelegation(state.cgroup)
+    : null;
   if (state.cgroup) {
     argv = enterArgv(state.cgroup, argv, delegation && "fd" in delegation ? [delegation.spec] : []);
   }

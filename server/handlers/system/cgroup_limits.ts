@@ -29,13 +29,28 @@ export interface CgroupLimits {
   pids_current: number | null;
 }
 
-/** The files to read for the cgroup of the process that reads `/proc/self/cgroup` text. */
+/**
+ * The files to read for the cgroup of the process that reads `/proc/self/cgroup` text. A path
+ * outside the reader's cgroup namespace (`/..`: a local sandbox's server on cgroup v2, whose
+ * namespace is rooted at the programs' `work` cgroup beside it) reads the mount's top, which is
+ * the container's own cgroup as bound there.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { cgroupFiles } from "./cgroup_limits.ts";
+ * assert.equal(cgroupFiles("0::/\n").memoryMax, "/sys/fs/cgroup/memory.max");
+ * assert.equal(cgroupFiles("0::/../server\n").memoryMax, "/sys/fs/cgroup/memory.max");
+ * assert.equal(cgroupFiles("0::/a/b\n").memoryMax, "/sys/fs/cgroup/a/b/memory.max");
+ * ```
+ */
 export function cgroupFiles(selfCgroup: string | undefined): Record<string, string> {
   const paths = new Map<string, string>();
   for (const line of (selfCgroup ?? "").split("\n")) {
     const m = /^\d+:([^:]*):(.*)$/.exec(line.trim());
     if (!m) continue;
-    for (const c of m[1].split(",")) paths.set(c, m[2].replace(/\/$/, ""));
+    const path = m[2] === "/.." || m[2].startsWith("/../") ? "" : m[2].replace(/\/$/, "");
+    for (const c of m[1].split(",")) paths.set(c, path);
   }
   const v1 = (c: string, file: string) =>
     paths.has(c) ? `/sys/fs/cgroup/${c}${paths.get(c)}/${file}` : "";
