@@ -153,14 +153,19 @@ Deno.test({
   name: "local sandbox: a confined process can neither use the delegated cgroup nor leave its tree",
   ignore: !hasBwrap || !delegated, // needs cgroups for sandboxes (root)
   async fn() {
-    await using sandbox = await Sandbox.create();
+    // A lifetime for a slow machine (an emulated VM): the tries below are some 2000 processes.
+    await using sandbox = await Sandbox.create({ timeout: 1800 });
     // A code context: its kernel and the bridge that started it are the server's children too,
     // started another way (Deno.Command); none may hold the descriptor.
-    const ctx = await sandbox.code.createContext({ language: "python" });
+    // (A python kernel's first start takes over a request's default 30 s on an emulated VM.)
+    const ctx = await sandbox.server.devtools.createContext({
+      language: "python",
+      requestTimeout: 600,
+    });
     const kernel = await sandbox.code.run(
       "import os\n" +
         "print([n for n in range(300) if os.path.exists(f'/proc/self/fd/{n}/cgroup.procs')])",
-      { contextId: ctx.id, timeout: 300 }, // a kernel's first run is slow on an emulated VM
+      { contextId: ctx.id },
     );
     assert.equal(kernel.stdout, "[]\n", JSON.stringify(kernel.error));
     // Every way in a process of the sandbox could try: the server's descriptors through /proc
