@@ -128,7 +128,15 @@ Deno.test({
     const mark = `${41_000 + Math.floor(Math.random() * 999)}.5`;
     await sandbox.commands.start(`sleep ${mark}`, { timeout: 0 });
     assert.ok(await holdsWithin(() => processesMentioning(mark).length === 1, 60));
-    const work = file(`${dir}/work/cgroup.procs`).split("\n").map(Number);
+    // In work, or in a process tree's cgroup below it (`sdk/providers/local/tree_delegation.ts`).
+    const below = (d: string): string[] => [
+      d,
+      ...[...Deno.readDirSync(d)].filter((e) => e.isDirectory).flatMap((e) =>
+        below(`${d}/${e.name}`)
+      ),
+    ];
+    const work = below(`${dir}/work`).flatMap((d) => file(`${d}/cgroup.procs`).split("\n"))
+      .map(Number);
     assert.ok(work.includes(processesMentioning(mark)[0]), "the command runs in work");
     // What the provider reports is what the kernel holds.
     assert.equal(sandbox.info.cpuCount, 1);
