@@ -22,7 +22,9 @@ mountpoint -q /dev || mount -t devtmpfs devtmpfs /dev
 mount -t sysfs sysfs /sys
 mkdir -p /dev/pts /dev/shm
 mount -t devpts -o mode=620,ptmxmode=666 devpts /dev/pts
-for d in /dev/shm /tmp /run /var/tmp; do mount -t tmpfs -o mode=1777 tmpfs "$d"; done
+# /tmp and /var/tmp stay the overlay's (writable, in the VM's memory) rather than fresh tmpfs
+# mounts: a checkout may live under /tmp, and a mount there would hide it from the job.
+for d in /dev/shm /run; do mount -t tmpfs -o mode=1777 tmpfs "$d"; done
 chmod 755 /run
 mount -t cgroup2 -o nsdelegate cgroup2 /sys/fs/cgroup || say "no cgroup2 mount"
 echo "+cpu +memory +pids" >/sys/fs/cgroup/cgroup.subtree_control ||
