@@ -17,7 +17,9 @@
  * deno run -A tests/vm/run.ts tests/sdk/local_sizes_test.ts [more files] [-- deno test flags]
  * ```
  *
- * It prints the test run's output and exits with its code. A run is bounded: QEMU is killed when
+ * It prints the test run's output and exits with its code (`SANDBAR_VM_MINUTES` bounds the run,
+ * 20 by default; `SANDBAR_VM_MEMORY_MIB` sizes the VM, 2048 by default: its writes, `/tmp`
+ * included, are held in that memory). A run is bounded: QEMU is killed when
  * the time is up, and the temporary files (initramfs, results share) are removed either way.
  *
  * @module
@@ -215,7 +217,8 @@ if (import.meta.main) {
     Deno.exit(2);
   }
   const minutes = Number(Deno.env.get("SANDBAR_VM_MINUTES") ?? "20");
-  const r = await runTestsInVm(files, { timeoutMs: minutes * 60_000, denoArgs });
+  const memoryMiB = Number(Deno.env.get("SANDBAR_VM_MEMORY_MIB") ?? "2048");
+  const r = await runTestsInVm(files, { timeoutMs: minutes * 60_000, denoArgs, memoryMiB });
   console.log(r.log);
   if (r.code === null) console.log(r.console);
   console.log(
