@@ -22,12 +22,13 @@
  * their own (disk, `nproc`/`free`, `system.metrics`, Chromium, persistence: all but the lifetime
  * test passed in the VM once, the whole file taking 10 min), the hybrid-host test (v1 only).
  *
- * A test ignored in the VM counts as a failure here: there it has what it needs.
+ * A test ignored in the VM counts as a failure here: there it has what it needs. It runs after
+ * the rest of the suite, on its own (`deno task test:vm`): see `docs/testing.md`.
  */
 
 import assert from "node:assert/strict";
-import { junitOutcomes } from "../vm/junit.ts";
-import { runTestsInVm, vmUnavailable } from "../vm/run.ts";
+import { assertPassedInVm } from "./judge.ts";
+import { vmUnavailable } from "./run.ts";
 
 const FILES = ["tests/sdk/local_sizes_test.ts", "tests/sdk/local_cgroup_v2_test.ts"];
 
@@ -44,7 +45,7 @@ function regexQuote(s: string): string {
 }
 
 const why = vmUnavailable();
-if (why !== null) console.log(`local_cgroup_v2_vm_test: ignored, it ${why}`);
+if (why !== null) console.log(`cgroup_v2_sizes.vm.ts: ignored, it ${why}`);
 
 Deno.test({
   name: "cgroup v2 (in a VM): sizes, the server's reserve, pause and kill hold on pure v2",
@@ -52,27 +53,12 @@ Deno.test({
   sanitizeResources: false,
   fn: async () => {
     const filter = `/^(${[...SIZES.map(regexQuote), "cgroup v2: .*"].join("|")})$/`;
-    const r = await runTestsInVm(FILES, {
-      timeoutMs: 25 * 60_000,
-      denoArgs: ["--no-check", "--filter", filter],
+    const passed = await assertPassedInVm({
+      files: FILES,
+      expected: SIZES,
+      expectedPrefixes: ["cgroup v2: "],
+      denoArgs: ["--filter", filter],
     });
-    const tail = (text: string) => text.split("\n").slice(-60).join("\n");
-    assert.ok(!r.timedOut, `the VM was killed after 25 min\n${tail(r.log)}\n${tail(r.console)}`);
-    assert.ok(r.junit !== null, `no test report from the VM\n${tail(r.log)}\n${tail(r.console)}`);
-    // The report lists the tests the filter left out as skipped: judge only those it kept.
-    const outcomes = junitOutcomes(r.junit).filter((t) =>
-      SIZES.includes(t.name) || t.name.startsWith("cgroup v2: ")
-    );
-    const bad = outcomes.filter((t) => t.status !== "passed");
-    assert.deepEqual(
-      bad.map((t) => `${t.name}: ${t.status}${t.failure ? `\n${t.failure}` : ""}`),
-      [],
-      tail(r.log),
-    );
-    const ran = new Set(outcomes.map((t) => t.name));
-    for (const name of SIZES) assert.ok(ran.has(name), `did not run in the VM: ${name}`);
-    assert.ok(outcomes.filter((t) => t.name.startsWith("cgroup v2: ")).length >= 3);
-    assert.equal(r.code, 0, tail(r.log));
-    console.log(`in the VM: ${outcomes.length} tests passed, ${r.seconds.toFixed(0)} s in all`);
+    assert.ok(passed >= SIZES.length + 3, `only ${passed} tests passed in the VM`);
   },
 });

@@ -9,12 +9,12 @@
  * command's end, a background kill, a context's removal and the sandbox's stop; the capabilities
  * saying no fallback; a confined process trying every way through the delegated and host-opened
  * descriptors and the read-only mount; a sandbox without a cgroup ending trees by session) and
- * the v2 cases of `tree_delegation_test.ts`. A test ignored or failed in the VM fails here.
+ * the v2 cases of `tree_delegation_test.ts`. A test ignored or failed in the VM fails here. It
+ * runs after the rest of the suite, on its own (`deno task test:vm`): see `docs/testing.md`.
  */
 
-import assert from "node:assert/strict";
-import { junitOutcomes } from "../vm/junit.ts";
-import { runTestsInVm, vmUnavailable } from "../vm/run.ts";
+import { assertPassedInVm } from "./judge.ts";
+import { vmUnavailable } from "./run.ts";
 
 const FILES = ["tests/sdk/sandbox_process_trees_test.ts", "tests/sdk/tree_delegation_test.ts"];
 
@@ -28,27 +28,13 @@ const EXPECTED = [
 ];
 
 const why = vmUnavailable();
-if (why !== null) console.log(`sandbox_process_trees_vm_test: ignored, it ${why}`);
+if (why !== null) console.log(`cgroup_v2_trees.vm.ts: ignored, it ${why}`);
 
 Deno.test({
   name: "cgroup v2 (in a VM): a local sandbox's process trees end by cgroup, and stay shut",
   ignore: why !== null, // qemu-system-x86 and linux-image-amd64 (.ci/run installs both)
   sanitizeResources: false,
   fn: async () => {
-    const r = await runTestsInVm(FILES, { timeoutMs: 25 * 60_000, denoArgs: ["--no-check"] });
-    const tail = (text: string) => text.split("\n").slice(-60).join("\n");
-    assert.ok(!r.timedOut, `the VM was killed after 25 min\n${tail(r.log)}\n${tail(r.console)}`);
-    assert.ok(r.junit !== null, `no test report from the VM\n${tail(r.log)}\n${tail(r.console)}`);
-    const outcomes = junitOutcomes(r.junit).filter((t) => EXPECTED.includes(t.name));
-    const bad = outcomes.filter((t) => t.status !== "passed");
-    assert.deepEqual(
-      bad.map((t) => `${t.name}: ${t.status}${t.failure ? `\n${t.failure}` : ""}`),
-      [],
-      tail(r.log),
-    );
-    const ran = new Set(outcomes.map((t) => t.name));
-    for (const name of EXPECTED) assert.ok(ran.has(name), `did not run in the VM: ${name}`);
-    assert.equal(r.code, 0, tail(r.log));
-    console.log(`in the VM: ${outcomes.length} tests passed, ${r.seconds.toFixed(0)} s in all`);
+    await assertPassedInVm({ files: FILES, expected: EXPECTED });
   },
 });
