@@ -11,6 +11,8 @@
  * - from `local_sizes_test.ts`: memory (an OOM inside one sandbox only, reported while a
  *   neighbour answers), CPU (`cpu: 1` holds three loops to one core, by `cpu.stat`), pause (a
  *   forking loop frozen, then resumed) and kill (a `setsid` double fork);
+ * - `local_cgroup_v2_user_test.ts`: the same sizes for a user who is not root, in a subtree
+ *   delegated to that user as systemd's `Delegate=yes` does;
  * - all of `local_cgroup_v2_test.ts`: the v2 limit files and the reserve's `server` and `work`
  *   leaves, `info`, `getMetrics()` and `system.metrics` reporting them, a fork loop held at
  *   `work`'s share while the server answers, freeze and kill.
@@ -30,7 +32,14 @@ import assert from "node:assert/strict";
 import { assertPassedInVm } from "./judge.ts";
 import { vmUnavailable } from "./run.ts";
 
-const FILES = ["tests/sdk/local_sizes_test.ts", "tests/sdk/local_cgroup_v2_test.ts"];
+const FILES = [
+  "tests/sdk/local_sizes_test.ts",
+  "tests/sdk/local_cgroup_v2_test.ts",
+  "tests/sdk/local_cgroup_v2_user_test.ts",
+];
+
+/** `local_cgroup_v2_user_test.ts`: a user who is not root, in a subtree delegated to it. */
+const DELEGATED = "cgroup v2 delegated: a user's sandbox gets its sizes in the user's own subtree";
 
 /** The tests of `local_sizes_test.ts` run in the VM (all of the other file runs). */
 const SIZES = [
@@ -52,13 +61,14 @@ Deno.test({
   ignore: why !== null, // qemu-system-x86 and linux-image-amd64 (.ci/run installs both)
   sanitizeResources: false,
   fn: async () => {
-    const filter = `/^(${[...SIZES.map(regexQuote), "cgroup v2: .*"].join("|")})$/`;
+    const named = [...SIZES, DELEGATED];
+    const filter = `/^(${[...named.map(regexQuote), "cgroup v2: .*"].join("|")})$/`;
     const passed = await assertPassedInVm({
       files: FILES,
-      expected: SIZES,
+      expected: named,
       expectedPrefixes: ["cgroup v2: "],
       denoArgs: ["--filter", filter],
     });
-    assert.ok(passed >= SIZES.length + 3, `only ${passed} tests passed in the VM`);
+    assert.ok(passed >= named.length + 3, `only ${passed} tests passed in the VM`);
   },
 });
