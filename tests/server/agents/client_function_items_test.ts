@@ -8,7 +8,7 @@
  */
 
 import assert from "node:assert/strict";
-import { readEvents, runtimeSetup } from "./runtime_helpers.ts";
+import { readEvents, runtimeSetup, WEATHER_TOOL } from "./runtime_helpers.ts";
 
 type Event = Record<string, unknown> & { item?: Record<string, unknown>; turn_id?: string };
 type Input = { type: string; output?: string }[];
@@ -17,12 +17,7 @@ Deno.test("client function items: completed call, requires_action, the client's 
   await using t = await runtimeSetup();
   const { upstream } = t;
   const { sessionId } = await t.session({
-    tools: [{
-      type: "function",
-      name: "get_weather",
-      description: "The weather in a city",
-      parameters: { type: "object", properties: { city: { type: "string" } } },
-    }],
+    tools: [WEATHER_TOOL],
   });
   upstream.script.push(
     {

@@ -13,6 +13,14 @@ import {
   startScriptedUpstream,
 } from "./scripted_upstream.ts";
 
+/** A function tool the client answers: the weather in a city. */
+export const WEATHER_TOOL = {
+  type: "function",
+  name: "get_weather",
+  description: "The weather in a city",
+  parameters: { type: "object", properties: { city: { type: "string" } } },
+} as const;
+
 /**
  * A model step that calls `apply_patch` to turn the session's seeded `notes.txt` ("hello\n")
  * into "hello world\n".

@@ -1,17 +1,12 @@
 import assert from "node:assert/strict";
 import OpenAI from "openai";
-import { PATCH_NOTES_STEP, runtimeSetup } from "./runtime_helpers.ts";
+import { PATCH_NOTES_STEP, runtimeSetup, WEATHER_TOOL } from "./runtime_helpers.ts";
 
 Deno.test("tools: a function tool answered by toolHandlers; the model gets the handler's output", async () => {
   await using t = await runtimeSetup();
   const { client, upstream } = t;
   const { sessionId } = await t.session({
-    tools: [{
-      type: "function",
-      name: "get_weather",
-      description: "The weather in a city",
-      parameters: { type: "object", properties: { city: { type: "string" } } },
-    }],
+    tools: [WEATHER_TOOL],
   });
   upstream.script.push(
     { output: [{ type: "function_call", name: "get_weather", arguments: { city: "Paris" } }] },
