@@ -16,6 +16,7 @@
  */
 
 import { join } from "node:path";
+import { removeDaemonDir } from "../helpers/remove_daemon_dir.ts";
 import { stopChild } from "../helpers/stop_child.ts";
 
 /** The test image (its tag names what it has beyond python, so an engine holding an older one imports it). */
@@ -117,12 +118,7 @@ export async function startDockerd(options: { tcpPort?: number } = {}): Promise<
           Deno.kill(Number(containerd.trim()), "SIGKILL");
         } catch { /* gone */ }
       }
-      const mounts = (await Deno.readTextFile("/proc/mounts")).split("\n")
-        .map((l) => l.split(" ")[1]).filter((m) => m?.startsWith(dir)).sort().reverse();
-      for (const m of mounts) {
-        await new Deno.Command("umount", { args: ["-l", m] }).output().catch(() => {});
-      }
-      await Deno.remove(dir, { recursive: true }).catch(() => {});
+      await removeDaemonDir(dir);
     },
   };
 }

@@ -9,6 +9,7 @@
 
 import { join } from "node:path";
 import type { TestEngine } from "./docker_engine.ts";
+import { removeDaemonDir } from "../helpers/remove_daemon_dir.ts";
 import { stopChild } from "../helpers/stop_child.ts";
 
 /** Whether `podman` is installed and this is root (the service is run as root). */
@@ -93,12 +94,7 @@ export async function startPodman(
         }
       } catch { /* gone */ }
     }
-    const mounts = (await Deno.readTextFile("/proc/mounts")).split("\n")
-      .map((l) => l.split(" ")[1]).filter((m) => m?.startsWith(dir)).sort().reverse();
-    for (const m of mounts) {
-      await new Deno.Command("umount", { args: ["-l", m] }).output().catch(() => {});
-    }
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
+    await removeDaemonDir(dir);
   };
   const until = Date.now() + 30_000;
   while (true) {
