@@ -47,3 +47,17 @@ export function dockerFixture(): () => Promise<DockerFixture> {
   });
   return () => ready ??= start();
 }
+
+/**
+ * The volumes mounted in a sandbox's container, by name. Other docker test files share the engine
+ * and run beside each other, so a test that checks volumes are gone checks these, not the
+ * engine's whole list.
+ */
+export async function sandboxVolumes(provider: DockerProvider, id: string): Promise<string[]> {
+  const found = await provider.engine.call<{ Mounts: { Type: string; Name?: string }[] }[]>(
+    "GET",
+    "/containers/json",
+    { query: { all: true, filters: JSON.stringify({ label: [`sandbar.id=${id}`] }) } },
+  );
+  return found.flatMap((c) => c.Mounts.filter((m) => m.Type === "volume").map((m) => m.Name!));
+}
