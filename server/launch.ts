@@ -52,6 +52,25 @@ export interface NarrowedServerInputs {
 }
 
 /**
+ * The `deno run` flags of the server's runtime. A V8 code cache is only taken by a runtime with
+ * the same V8 flags, so whatever loads the server's modules to fill the cache a sandbox reads
+ * (`sdk/providers/local/module_cache.ts`) runs with these too.
+ */
+export const SERVER_RUNTIME_FLAGS: readonly string[] = [
+  "--unstable-no-legacy-abort",
+  // Only what the start path imports is read and compiled at start; the groups loaded on first
+  // use (browser, agents, code) are read when first imported, not walked before the first line
+  // runs (Deno otherwise builds the whole graph, dynamic imports included: ~120 more files).
+  "--unstable-lazy-dynamic-imports",
+  // A young generation of at most 4 MiB. Downloads allocate a fresh half-MiB buffer per chunk;
+  // with V8's larger default, dead ones piled up as external memory between scavenges until
+  // full mark-compacts ran every few dozen megabytes, halving download throughput (1.4-2.2
+  // against 3-4 GB/s here; 1, 8 and 16 MiB all brought the full collections back). See
+  // `scripts/bench/files.ts`; the pipeline bench is unchanged by it.
+  "--v8-flags=--max-semi-space-size=4",
+];
+
+/**
  * The package directory of this module, when it is on disk.
  *
  * @example Usage
@@ -103,17 +122,7 @@ export function narrowedServerArgv(inputs: NarrowedServerInputs): string[] {
     inputs.deno ?? Deno.execPath(),
     "run",
     "--no-prompt",
-    "--unstable-no-legacy-abort",
-    // Only what the start path imports is read and compiled at start; the groups loaded on first
-    // use (browser, agents, code) are read when first imported, not walked before the first line
-    // runs (Deno otherwise builds the whole graph, dynamic imports included: ~120 more files).
-    "--unstable-lazy-dynamic-imports",
-    // A young generation of at most 4 MiB. Downloads allocate a fresh half-MiB buffer per chunk;
-    // with V8's larger default, dead ones piled up as external memory between scavenges until
-    // full mark-compacts ran every few dozen megabytes, halving download throughput (1.4-2.2
-    // against 3-4 GB/s here; 1, 8 and 16 MiB all brought the full collections back). See
-    // `scripts/bench/files.ts`; the pipeline bench is unchanged by it.
-    "--v8-flags=--max-semi-space-size=4",
+    ...SERVER_RUNTIME_FLAGS,
     // The import map lives in the package's deno.json; the server may run from any directory.
     // Loaded by URL (from a registry), its specifiers are already resolved: no configuration
     // file, and none of the current directory's.

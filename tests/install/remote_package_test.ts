@@ -8,6 +8,7 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { type ServedPackage, servePackage, type UserProject, userProject } from "./registry.ts";
 
 const hasBwrap = new Deno.Command("sh", { args: ["-c", "command -v bwrap"] }).outputSync().success;
@@ -62,6 +63,17 @@ console.log(JSON.stringify({ id: sandbox.id, exitCode: r.exitCode, stdout: r.std
     // Killed: no directory of it is left in the project's sandbox home.
     const left = [...Deno.readDirSync(join(project.sandbarHome, "sandboxes"))].map((e) => e.name);
     assert.deepEqual(left, []);
+    // The caches the sandbox read were prepared for the package by URL: V8's code cache holds
+    // the server's entry point under the name the sandbox runs it by.
+    const caches = join(project.sandbarHome, "module-cache");
+    const [prepared] = [...Deno.readDirSync(caches)].filter((e) => !e.name.startsWith("."));
+    const db = new DatabaseSync(join(caches, prepared.name, "v8_code_cache_v2"), {
+      readOnly: true,
+    });
+    const row = db.prepare("SELECT count(*) AS n FROM codecache WHERE specifier = ?")
+      .get(`${pkg.base}server/main.ts`);
+    db.close();
+    assert.equal(row?.n, 1);
   },
 });
 

@@ -361,13 +361,14 @@ export class LocalProvider implements SandboxProvider {
     await Deno.mkdir(join(dir.run, "state"), { mode: 0o700 });
     const source = packageSource();
     await cacheSandboxModules(source, denoDir());
-    await warmModuleCache(source, denoDir(), this.home);
+    const moduleCache = await warmModuleCache(source, denoDir(), this.home) ?? undefined;
     // Each secret's variable holds a placeholder inside; the value stays in the supervisor.
     const network = withPlaceholders(request.network);
     const envs = placeholderEnvs(request.envs, network, RESERVED_ENV);
     const plan = launchPlan({
       source,
       denoDir: denoDir(),
+      moduleCache,
       policy,
       isolation,
       sandboxDir: dir.path,

@@ -12,7 +12,9 @@
  * | `/tmp`                 | the sandbox's own, on its disk (capped by `disk`)            |
  * | `/dev/shm`             | a fresh tmpfs, no larger than the memory limit               |
  * | `/opt/sandbar/bin/deno`| this Deno, read-only                                         |
- * | the package, DENO_DIR  | read-only, at their host paths (the server runs from there)  |
+ * | the package           | read-only, at its host path (the server runs from there)     |
+ * | DENO_DIR               | its host path: the host's modules and the package's prepared |
+ * |                        | caches (`module_cache.ts`), read-only                        |
  * | `/run/sandbar`         | the policy file, the server's state, the relay's key (once)  |
  * | `/run/sandbar-channel` | the supervisor's socket the relay connects to, read-only     |
  * | `/sys/fs/cgroup/…`     | the sandbox's own cgroup, read-only (its limits)             |
@@ -48,6 +50,7 @@ import type { CgroupRef } from "./cgroup.ts";
 import { MEMINFO_FILE } from "./meminfo.ts";
 import { proxyEnvironment } from "../../../server/egress/bridge.ts";
 import type { PackageSource } from "./package_source.ts";
+import { CACHE_DATABASES, CACHE_DIRECTORIES } from "./module_cache.ts";
 import type { Isolation } from "./state.ts";
 
 /** What the launch plan is made from. */
@@ -84,6 +87,12 @@ export interface LaunchInputs {
   source: PackageSource;
   /** Deno's cache directory (mounted read-only inside). */
   denoDir: string;
+  /**
+   * The snapshots of Deno's cache databases prepared for this package (`module_cache.ts`):
+   * with bubblewrap, the sandbox's `DENO_DIR` is then a read-only tmpfs holding them and the
+   * host's `npm/`, `remote/` and `gen/`, instead of the host's `DENO_DIR` read-only.
+   */
+  moduleCache?: string;
   /**
    * Whether the sandbox reaches out through its egress proxy (bubblewrap only): the relay then
    * bridges 127.0.0.1:3128 inside to the proxy's socket, and the proxy variables point there.
@@ -266,6 +275,27 @@ function cgroupBinds(ref: CgroupRef | undefined): string[] {
 }
 
 /**
+ * The sandbox's `DENO_DIR`, at the host's path: the host's read-only, or, with the snapshots
+ * `prepared` for this package, a tmpfs holding them and the host's module directories, all
+ * read-only (the tmpfs too, once filled). No `-wal` or `-shm` of the host's live databases is
+ * in it: SQLite would read the host's journal into the snapshot.
+ */
+function denoDirBinds(cache: string, prepared: string | undefined): string[] {
+  if (!prepared) return ["--ro-bind", cache, cache];
+  const args = ["--tmpfs", cache];
+  for (const dir of CACHE_DIRECTORIES) {
+    args.push("--ro-bind-try", join(cache, dir), join(cache, dir));
+  }
+  for (const name of CACHE_DATABASES) {
+    for (const suffix of ["", "-wal", "-shm"]) {
+      args.push("--ro-bind-try", join(prepared, name + suffix), join(cache, name + suffix));
+    }
+  }
+  args.push("--remount-ro", cache);
+  return args;
+}
+
+/**
  * The launch plan of a sandbox.
  *
  * @example
@@ -431,9 +461,7 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     Deno.execPath(),
     INSIDE_DENO,
     ...(pkg ? ["--ro-bind", pkg, pkg] : []),
-    "--ro-bind",
-    cache,
-    cache,
+    ...denoDirBinds(cache, inputs.moduleCache),
     ...(inputs.commandsFile ? ["--ro-bind", dirname(inputs.commandsFile), INSIDE_COMMANDS] : []),
     ...(inputs.egressCaDir ? ["--ro-bind", inputs.egressCaDir, EGRESS_CA_INSIDE] : []),
     ...cgroupBinds(inputs.cgroup),

@@ -1,57 +1,216 @@
 /**
- * Deno's caches filled on the host for the modules a sandbox of a checkout runs, before it starts.
+ * Deno's caches, prepared on the host for the modules a sandbox of this package runs, before its
+ * first sandbox: once per package (the pool's fingerprint: Deno's version and the size and time
+ * of every module file) and `SANDBAR_HOME`.
  *
- * Inside a sandbox `DENO_DIR` is read-only. A module whose dependency analysis (Deno's
- * `dep_analysis_cache`) or emitted JavaScript (`gen/`) is not in it is parsed and transpiled in
- * the server's own process at every start, and that memory stays: measured, an idle sandbox's
- * server held about 66 MiB of anonymous memory instead of 46 after any change to the checkout
- * (and in a fresh clone) until some host process happened to load the same graph. So, once per
- * package (the pool's fingerprint: Deno's version and the size and time of every module file)
- * and `SANDBAR_HOME`, `deno cache` runs on the host with the server's own configuration, and a
- * stamp file says it was done. A package loaded by URL is cached by `cacheSandboxModules`.
+ * Inside a sandbox `DENO_DIR` is read-only, so whatever Deno did not find there it does again in
+ * the server's process at every start, and never keeps:
+ *
+ * - **dependency analysis and emitted JavaScript** (`dep_analysis_cache_v2`, `gen/`): without
+ *   them the server parses and transpiles every module it loads; measured, an idle sandbox's
+ *   server then held about 66 MiB of anonymous memory instead of 46. From a checkout, `deno
+ *   cache` with the server's configuration fills them.
+ * - **V8's code cache** (`v8_code_cache_v2`): without it every module is compiled from source.
+ *   Deno writes it only for modules it has run, so a server that only ever ran inside sandboxes
+ *   never has one: here a program loads the modules of the server's start path on the host, with
+ *   the server's own runtime flags (`SERVER_RUNTIME_FLAGS`: V8 refuses a cache made under other
+ *   flags), and exits.
+ *
+ * Those caches are SQLite databases in WAL mode that other Deno processes keep writing. Bound
+ * read-only, SQLite can read one only while its `-wal` and `-shm` files exist, which is while some
+ * process on the host has it open: measured, with none, a sandbox's server loaded its start path
+ * with 0.13 s of CPU instead of 0.06, as if there were no cache at all. So the rows for this
+ * package's modules and its npm packages are copied into a snapshot of each database under
+ * `SANDBAR_HOME/module-cache/<fingerprint>/`, with empty `-wal` and `-shm` files beside it that
+ * nothing ever writes. A sandbox gets a `DENO_DIR` of its own (`launch.ts`): a read-only tmpfs
+ * holding the host's `npm/`, `remote/` and `gen/` (read-only) and these snapshots, at the host's
+ * path so that every module keeps its name (a code cache entry is found by the module's URL).
+ *
+ * A stale entry is never used: each row carries the hash of the source it was made from, which
+ * Deno compares before using it (and V8 checks its own version and flags), and a changed package
+ * gets a snapshot of its own. A failure costs start time and memory only, so it is not an error:
+ * the sandbox then gets the host's `DENO_DIR` read-only, as before.
  *
  * @module
  */
 
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { SERVER_RUNTIME_FLAGS } from "../../../server/launch.ts";
 import { type PackageSource, SANDBOX_MODULES } from "./package_source.ts";
 import { packageFingerprint } from "./pool.ts";
 
-let warmed: Promise<void> | undefined;
+/** The modules a sandbox's server loads before its first command answers. */
+export const START_MODULES: readonly string[] = [
+  "sdk/providers/local/relay.ts",
+  "server/main.ts",
+  // What `server/main.ts` imports when it serves, and what a pooled or JSONC-configured one adds.
+  "server/serve.ts",
+  "server/confine/confinement.ts",
+  "server/files/withheld.ts",
+  "server/claim.ts",
+  "server/policy/load.ts",
+  // The default identity's spawner thread, started as the server listens.
+  "server/confine/spawner_worker.ts",
+];
+
+/** The databases a sandbox reads, each with its `-wal` and `-shm` files. */
+export const CACHE_DATABASES: readonly string[] = [
+  "v8_code_cache_v2",
+  "dep_analysis_cache_v2",
+  "node_analysis_cache_v2",
+];
+
+/** The directories of `DENO_DIR` a sandbox reads from the host: packages, remote modules, emits. */
+export const CACHE_DIRECTORIES: readonly string[] = ["npm", "remote", "gen"];
+
+/** Where a snapshot is made before it is renamed into place. */
+const TEMP_PREFIX = ".new-";
+/** After this long a snapshot in the making was abandoned (its process died). */
+const ABANDONED_MS = 10 * 60_000;
+
+/** By `SANDBAR_HOME` and `DENO_DIR`: the preparation of this process. */
+const prepared = new Map<string, Promise<string | null>>();
 
 /**
- * Fill Deno's caches (`denoDir`) for the sandbox's modules of the checkout `source`, unless a
- * stamp under `home` says this package was done. Once per process; a failure costs memory and
- * start time only, so it is not an error (and no stamp is written).
+ * Prepare Deno's caches (`denoDir`) for the sandbox's modules of `source`, unless `home` already
+ * holds them for this package. Once per process and `home`. Resolves to the directory of the snapshots
+ * (`CACHE_DATABASES`) a sandbox's `DENO_DIR` is made from, or null when they could not be made.
  */
-export function warmModuleCache(source: PackageSource, denoDir: string, home: string) {
-  if (source.dir === null) return Promise.resolve();
-  const dir = source.dir;
-  return warmed ??= (async () => {
-    const stamp = join(home, "module-cache", await packageFingerprint());
-    if (await Deno.stat(stamp).then(() => true, () => false)) return;
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "cache",
-        "--config",
-        join(dir, "deno.json"),
-        "--quiet",
-        ...SANDBOX_MODULES.map((m) => source.module(m)),
-        // Imported at run time by `server/main.ts`; named so its graph is analysed for certain.
-        source.module("server/serve.ts"),
-      ],
-      env: { DENO_DIR: denoDir, DENO_NO_UPDATE_CHECK: "1" },
-      stdin: "null",
-      stdout: "null",
-      stderr: "null",
-    }).output().catch(() => null);
-    if (!out?.success) return;
-    const stamps = join(home, "module-cache");
-    await Deno.mkdir(stamps, { recursive: true, mode: 0o700 });
-    await Deno.writeTextFile(stamp, "").catch(() => {});
-    // One stamp is enough: the packages before this one need no record.
-    for await (const e of Deno.readDir(stamps)) {
-      if (join(stamps, e.name) !== stamp) await Deno.remove(join(stamps, e.name)).catch(() => {});
+export function warmModuleCache(
+  source: PackageSource,
+  denoDir: string,
+  home: string,
+): Promise<string | null> {
+  const key = `${home}\0${denoDir}`;
+  let done = prepared.get(key);
+  if (!done) prepared.set(key, done = prepare(source, denoDir, home));
+  return done;
+}
+
+async function prepare(
+  source: PackageSource,
+  denoDir: string,
+  home: string,
+): Promise<string | null> {
+  const caches = join(home, "module-cache");
+  const dir = join(caches, await packageFingerprint());
+  if (await complete(dir)) return dir;
+  if (source.dir !== null && !await run(source, denoDir, cacheArgs(source, source.dir))) {
+    return null;
+  }
+  // Deno writes a module's code cache when it runs it: load the start path once, here.
+  if (!await run(source, denoDir, loadArgs(source))) return null;
+  await Deno.mkdir(caches, { recursive: true, mode: 0o700 });
+  const temp = await Deno.makeTempDir({ dir: caches, prefix: TEMP_PREFIX });
+  try {
+    const prefixes = modulePrefixes(source, denoDir);
+    const { snapshotDatabase } = await import("./cache_snapshot.ts");
+    for (const name of CACHE_DATABASES) {
+      const from = join(denoDir, name);
+      if (!await Deno.stat(from).then(() => true, () => false)) continue;
+      snapshotDatabase(from, join(temp, name), prefixes);
     }
-  })();
+    // Another process may have made it meanwhile: theirs is as good. What is there otherwise
+    // is half made, or an earlier version's stamp file.
+    if (!await complete(dir)) await Deno.remove(dir, { recursive: true }).catch(() => {});
+    await Deno.rename(temp, dir).catch(() => {});
+  } catch {
+    return null;
+  } finally {
+    await Deno.remove(temp, { recursive: true }).catch(() => {});
+  }
+  // One package's caches are enough: those of the packages before it need no keeping (a sandbox
+  // started from them holds its files open; one started again goes without). Another process's
+  // snapshot in the making is left alone, unless it was abandoned long ago.
+  for await (const e of Deno.readDir(caches)) {
+    const path = join(caches, e.name);
+    if (path === dir) continue;
+    if (e.name.startsWith(TEMP_PREFIX)) {
+      const age = Date.now() - ((await Deno.stat(path).catch(() => null))?.mtime?.getTime() ?? 0);
+      if (age < ABANDONED_MS) continue;
+    }
+    await Deno.remove(path, { recursive: true }).catch(() => {});
+  }
+  return await complete(dir) ? dir : null;
+}
+
+/** Whether `dir` holds every snapshot with its two files. */
+async function complete(dir: string): Promise<boolean> {
+  for (const name of CACHE_DATABASES) {
+    for (const suffix of ["", "-wal", "-shm"]) {
+      if (!await Deno.stat(join(dir, name + suffix)).then((i) => i.isFile, () => false)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+/** `deno cache` of everything a sandbox runs, with the server's configuration (a checkout). */
+function cacheArgs(source: PackageSource, dir: string): string[] {
+  return [
+    "cache",
+    "--config",
+    join(dir, "deno.json"),
+    "--quiet",
+    ...SANDBOX_MODULES.map((m) => source.module(m)),
+    // Imported at run time by `server/main.ts`; named so its graph is analysed for certain.
+    source.module("server/serve.ts"),
+  ];
+}
+
+/** `deno run` of the loader over the start path, with the server's flags and configuration. */
+function loadArgs(source: PackageSource): string[] {
+  return [
+    "run",
+    "-A",
+    "--no-prompt",
+    ...SERVER_RUNTIME_FLAGS,
+    // `-A` covers `--allow-import`, and Deno refuses the two together.
+    ...(source.dir !== null
+      ? ["--config", join(source.dir, "deno.json")]
+      : source.runFlags.filter((f) => !f.startsWith("--allow-"))),
+    source.module("sdk/providers/local/module_load.ts"),
+    ...START_MODULES.map((m) => source.module(m)),
+  ];
+}
+
+/** Run Deno with `args` on the host's cache; whether it succeeded. */
+async function run(source: PackageSource, denoDir: string, args: string[]): Promise<boolean> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args,
+    cwd: source.dir ?? "/",
+    clearEnv: true,
+    env: { DENO_DIR: denoDir, DENO_NO_UPDATE_CHECK: "1", PATH: Deno.env.get("PATH") ?? "" },
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).output().catch(() => null);
+  return out?.success ?? false;
+}
+
+/**
+ * Where the rows to copy come from: the package's modules, Deno's own, and everything under
+ * `DENO_DIR` (its npm packages), by the names Deno gives them (the cache's path as given and as
+ * resolved).
+ */
+function modulePrefixes(source: PackageSource, denoDir: string): string[] {
+  const prefixes = [
+    source.dir !== null ? `${pathToFileURL(source.dir).href}/` : source.module(""),
+    // Deno's own modules loaded on demand (its Node compatibility layer: `node:url`, …).
+    "ext:",
+  ];
+  for (const path of new Set([denoDir, realPath(denoDir)])) {
+    prefixes.push(`${pathToFileURL(path).href}/`);
+  }
+  return prefixes;
+}
+
+function realPath(path: string): string {
+  try {
+    return Deno.realPathSync(path);
+  } catch {
+    return path;
+  }
 }

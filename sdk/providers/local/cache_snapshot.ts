@@ -1,0 +1,75 @@
+/**
+ * A snapshot of one of Deno's cache databases (`module_cache.ts`): the rows of the modules
+ * whose URL starts with one of a few prefixes, in a database of the same schema, left in WAL
+ * mode with an empty `-wal` and `-shm` beside it. Bound read-only into a sandbox, SQLite reads it
+ * as it is (it needs those two files to exist, and nothing writes them), while the live database
+ * on the host could only be read while some process there held it open.
+ *
+ * @module
+ */
+
+import { DatabaseSync } from "node:sqlite";
+
+/**
+ * Copy into a new database `to` the tables of `from`, with the rows whose `specifier` starts
+ * with one of `prefixes` (every row of a table without one, such as Deno's version in `info`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { DatabaseSync } from "node:sqlite";
+ * import { snapshotDatabase } from "./cache_snapshot.ts";
+ * const dir = await Deno.makeTempDir();
+ * const live = new DatabaseSync(`${dir}/live`);
+ * live.exec("CREATE TABLE info (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+ * live.exec("CREATE TABLE codecache (specifier TEXT NOT NULL, data BLOB)");
+ * live.exec("INSERT INTO info VALUES ('CLI_VERSION', '2.9.6')");
+ * live.exec("INSERT INTO codecache VALUES ('file:///pkg/a.ts', x'01'), ('file:///other/b.ts', x'02')");
+ * live.close();
+ * snapshotDatabase(`${dir}/live`, `${dir}/snap`, ["file:///pkg/"]);
+ * const snap = new DatabaseSync(`${dir}/snap`, { readOnly: true });
+ * assert.deepEqual(snap.prepare("SELECT specifier FROM codecache").all().map((r) => r.specifier), [
+ *   "file:///pkg/a.ts",
+ * ]);
+ * assert.equal(snap.prepare("SELECT count(*) AS n FROM info").get()?.n, 1);
+ * snap.close();
+ * assert.equal((await Deno.stat(`${dir}/snap-wal`)).size, 0);
+ * await Deno.remove(dir, { recursive: true });
+ * ```
+ */
+export function snapshotDatabase(from: string, to: string, prefixes: readonly string[]): void {
+  const db = new DatabaseSync(to);
+  try {
+    db.prepare("ATTACH DATABASE ? AS live").run(from);
+    const tables = db.prepare(
+      "SELECT name, sql FROM live.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+    ).all() as { name: string; sql: string }[];
+    for (const { name, sql } of tables) {
+      db.exec(sql);
+      const quoted = `"${name.replaceAll('"', '""')}"`;
+      const columns = db.prepare(`SELECT name FROM pragma_table_info(?, 'live')`).all(name)
+        .map((c) => c.name);
+      if (!columns.includes("specifier")) {
+        db.exec(`INSERT INTO main.${quoted} SELECT * FROM live.${quoted}`);
+        continue;
+      }
+      const copy = db.prepare(
+        `INSERT OR IGNORE INTO main.${quoted} SELECT * FROM live.${quoted} ` +
+          "WHERE substr(specifier, 1, length(?1)) = ?1",
+      );
+      for (const prefix of prefixes) copy.run(prefix);
+    }
+    db.exec("DETACH DATABASE live");
+    // Deno opens its caches with `PRAGMA optimize`, which analyses a table never analysed: a
+    // write, refused on a read-only file, and Deno then drops the whole database for an empty one
+    // in memory. Analysed here, there is nothing left for it to do.
+    db.exec("ANALYZE");
+    db.exec("PRAGMA optimize");
+    db.exec("PRAGMA journal_mode = WAL");
+  } finally {
+    db.close();
+  }
+  // Closing the last connection removed them; SQLite opens a read-only WAL database only with
+  // both present.
+  for (const suffix of ["-wal", "-shm"]) Deno.writeFileSync(to + suffix, new Uint8Array());
+}
