@@ -281,37 +281,60 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
   const shed = () => guard.scan(true);
   const httpHandler = guard.track(apps.http.fetch as Deno.ServeHandler<Deno.NetAddr>);
   const ptyHandler = guard.track(apps.pty.fetch as Deno.ServeHandler<Deno.NetAddr>);
-  const http = await Listener.open(host, options.port ?? 9000, abort.signal, httpHandler, shed);
-  const pty = await Listener.open(host, options.ptyPort ?? 9001, abort.signal, ptyHandler, shed);
+  const port = options.port ?? 9000;
+  const ptyPort = options.ptyPort ?? 9001;
+  const hostPart = host.includes(":") ? `[${host}]` : host;
+  const addresses = (http: number, pty: number) => ({
+    url: `http://${hostPart}:${http}`,
+    ptyUrl: `ws://${hostPart}:${pty}`,
+  });
+  // The default identity's confinement is made ahead of the first command, on its own thread:
+  // its one-time set-up (65,534 Landlock port rules and their merge into a domain, ~0.1 s; see
+  // docs/security.md) would otherwise be that command's wait. How process trees are ended is
+  // found then too (libc loaded, a cgroup probed: 15-90 ms measured here). Making the worker
+  // blocks this thread for 20-50 ms.
+  const prepareDefault = () => {
+    try {
+      treeMode(); // how process trees are ended: found now, not at the first process
+      confinements(state).spawner("default");
+    } catch (e) {
+      // Not fatal here: the first process start makes it again and reports the reason.
+      console.error(`sandbar: preparing the default confinement: ${(e as Error).message}`);
+    }
+  };
+  const preparing = PROCESS_ENDPOINTS.some((id) => policy.endpoints.get(id)?.enabled);
+  // With both ports asked for by number (a sandbox's 9000 and 9001), the ports its rules close are
+  // known now: it starts before listening, and its thread builds the rules while the caller learns
+  // that the server listens and makes its first request (in a local sandbox the rules were done
+  // 40-70 ms after the first command arrived when it started after the listening line; the
+  // caller's first request then also waited for this thread's 20-50 ms). Bound as asked or not
+  // at all: a failed listen ends the server, and its confinement with it.
+  const early = preparing && port !== 0 && ptyPort !== 0;
+  if (early) {
+    state.addresses = addresses(port, ptyPort);
+    prepareDefault();
+  }
+  let http: Listener;
+  let pty: Listener;
+  try {
+    http = await Listener.open(host, port, abort.signal, httpHandler, shed);
+    pty = await Listener.open(host, ptyPort, abort.signal, ptyHandler, shed);
+  } catch (e) {
+    abort.abort();
+    guard.close();
+    await state.close();
+    throw e;
+  }
   guard.watchPort(http.addr.port);
   guard.watchPort(pty.addr.port);
-  const hostPart = host.includes(":") ? `[${host}]` : host;
-  state.addresses = {
-    url: `http://${hostPart}:${http.addr.port}`,
-    ptyUrl: `ws://${hostPart}:${pty.addr.port}`,
-  };
+  state.addresses = addresses(http.addr.port, pty.addr.port);
   // Listening: automations due (or missed while stopped) may now fire.
   agents?.automations.start(state);
   let closing: Promise<void> | undefined;
-  // The default identity's confinement is made now, on its own thread, while the caller is still
-  // on its way: its one-time set-up (65,534 Landlock port rules and their merge into a domain,
-  // ~0.1 s; see docs/security.md) would otherwise be the first command's wait. Started once the
-  // caller has been told the server listens (a timer, after this function's caller has printed
-  // its line): making the worker blocks this thread for 20-50 ms, which the caller's way to its
-  // first request overlaps instead of waiting for. How process trees are ended is found then too
-  // (libc loaded, a cgroup probed: 15-90 ms measured here).
-  let prepare: ReturnType<typeof setTimeout> | undefined;
-  if (PROCESS_ENDPOINTS.some((id) => policy.endpoints.get(id)?.enabled)) {
-    prepare = setTimeout(() => {
-      try {
-        treeMode(); // how process trees are ended: found now, not at the first process
-        confinements(state).spawner("default");
-      } catch (e) {
-        // Not fatal here: the first process start makes it again and reports the reason.
-        console.error(`sandbar: preparing the default confinement: ${(e as Error).message}`);
-      }
-    }, 0);
-  }
+  // A port picked at listening (0): prepared once the caller has been told the server listens
+  // (a timer, after this function's caller has printed its line), so that the worker's making
+  // overlaps the caller's way to its first request instead of delaying the line.
+  const prepare = preparing && !early ? setTimeout(prepareDefault, 0) : undefined;
   return {
     url: state.addresses.url,
     ptyUrl: state.addresses.ptyUrl,

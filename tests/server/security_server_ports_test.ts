@@ -36,3 +36,37 @@ Deno.test("a confined process cannot connect to the server's ports; other ports 
     other.close();
   }
 });
+
+/** Two ports free now, by number. */
+function freePorts(): [number, number] {
+  const a = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const b = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const ports: [number, number] = [a.addr.port, b.addr.port];
+  a.close();
+  b.close();
+  return ports;
+}
+
+Deno.test("ports given by number are closed too: the confinement made before listening", async () => {
+  // A local sandbox's server is started so (9000 and 9001): its default identity's confinement
+  // is made before it listens, from the ports asked for rather than those bound.
+  const [api, pty] = freePorts();
+  await using server = await startTestServer({
+    args: ["--port", String(api), "--pty-port", String(pty)],
+  });
+  assert.equal(new URL(server.url).port, String(api));
+  assert.equal(new URL(server.ptyUrl).port, String(pty));
+  const other = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  try {
+    const cmd = [probe(api), probe(pty), probe(api, "localhost"), probe(other.addr.port)].join(
+      "; ",
+    );
+    const body = await (await server.post("/process/shell", { cmd })).json();
+    assert.equal(
+      body.stdout,
+      `${api}:refused\n${pty}:refused\n${api}:refused\n${other.addr.port}:open\n`,
+    );
+  } finally {
+    other.close();
+  }
+});
