@@ -289,7 +289,7 @@ export class DockerProvider implements SandboxProvider {
     await cacheSandboxModules(source, cache);
     // From a checkout: the modules' transpiled JavaScript into the cache the container mounts
     // read-only, so that the server does not transpile its modules at every start.
-    await warmModuleCache(source, cache, this.#sandbarHome);
+    const moduleCache = await warmModuleCache(source, cache, this.#sandbarHome) ?? undefined;
     const now = Date.now();
     const endAt = now + request.timeout * 1000;
     await writeAtomic(join(hostDir, "policy.json"), JSON.stringify(policy, null, 2), 0o644);
@@ -358,6 +358,7 @@ export class DockerProvider implements SandboxProvider {
       server,
       source,
       denoDir: cache,
+      moduleCache,
       hostDir,
       commandsFile,
       volumes,

@@ -8,7 +8,8 @@
  * | inside                  | what                                                             |
  * | ----------------------- | ---------------------------------------------------------------- |
  * | `/opt/sandbar/bin/deno` | this Deno, read-only                                             |
- * | the package, DENO_DIR   | read-only, at their host paths                                   |
+ * | the package             | read-only, at its host path                                      |
+ * | DENO_DIR                | at its host path, read-only: the host's, or when no host process has its caches open the package's prepared ones (`module_cache.ts`) with the host's module directories |
  * | `/run/sandbar-host`     | the sandbox's host directory, read-only: the policy, the end of its lifetime, the SDK processes' sockets, the egress proxy's socket |
  * | `/run/sandbar`          | a tmpfs: the server's state                                      |
  * | `/home/user`            | the working directory (the server's root)                        |
@@ -33,7 +34,8 @@
  * @module
  */
 
-import { basename, dirname } from "node:path";
+import { basename, dirname, join } from "node:path";
+import { CACHE_DIRECTORIES, liveCachesOpen } from "../local/module_cache.ts";
 import { ENDPOINTS } from "../../../server/endpoints.ts";
 import { narrowedServerArgv } from "../../../server/launch.ts";
 import { compilePolicy } from "../../../server/policy/compile.ts";
@@ -230,6 +232,30 @@ export interface ContainerInputs {
   disk?: number;
   /** The sandbox's egress CA directory on the host (with secrets), bound read-only inside. */
   egressCaDir?: string;
+  /** The caches prepared for the package (`module_cache.ts`), made the container's `DENO_DIR`. */
+  moduleCache?: string;
+}
+
+/**
+ * `DENO_DIR` at the host's path, read-only: the host's while a host process has its cache
+ * databases open, else, with the caches `prepared` for the package (`module_cache.ts`), that
+ * directory with the host's module directories bound over its empty ones (the engine mounts a
+ * parent before what is below it). No `-wal` or `-shm` of the
+ * host's live databases is in it: SQLite would read the host's journal into the snapshot.
+ */
+function denoDirBinds(denoDir: string, prepared: string | undefined): string[] {
+  if (!prepared || liveCachesOpen(denoDir)) return [`${denoDir}:${denoDir}:ro`];
+  const dirs = CACHE_DIRECTORIES.filter((d) => {
+    try {
+      return Deno.statSync(join(denoDir, d)).isDirectory;
+    } catch {
+      return false;
+    }
+  });
+  return [
+    `${prepared}:${denoDir}:ro`,
+    ...dirs.map((d) => `${join(denoDir, d)}:${join(denoDir, d)}:ro`),
+  ];
 }
 
 /** The engine's `POST /containers/create` body. */
@@ -237,7 +263,7 @@ export function containerBody(inputs: ContainerInputs): Record<string, unknown> 
   const binds = [
     `${Deno.execPath()}:${INSIDE.deno}:ro`,
     ...(inputs.source.dir ? [`${inputs.source.dir}:${inputs.source.dir}:ro`] : []),
-    `${inputs.denoDir}:${inputs.denoDir}:ro`,
+    ...denoDirBinds(inputs.denoDir, inputs.moduleCache),
     `${inputs.hostDir}:${INSIDE.host}:ro`,
     ...(inputs.commandsFile ? [`${dirname(inputs.commandsFile)}:${INSIDE.commands}:ro`] : []),
     ...(inputs.egressCaDir ? [`${inputs.egressCaDir}:${EGRESS_CA_INSIDE}:ro`] : []),

@@ -13,8 +13,9 @@
  * | `/dev/shm`             | a fresh tmpfs, no larger than the memory limit               |
  * | `/opt/sandbar/bin/deno`| this Deno, read-only                                         |
  * | the package           | read-only, at its host path (the server runs from there)     |
- * | DENO_DIR               | its host path: the host's modules and the package's prepared |
- * |                        | caches (`module_cache.ts`), read-only                        |
+ * | DENO_DIR               | its host path, read-only: the host's, or when no host process |
+ * |                        | has its caches open the host's modules and the package's     |
+ * |                        | prepared caches (`module_cache.ts`)                          |
  * | `/run/sandbar`         | the policy file, the server's state, the relay's key (once)  |
  * | `/run/sandbar-channel` | the supervisor's socket the relay connects to, read-only     |
  * | `/sys/fs/cgroup/…`     | the sandbox's own cgroup, read-only (its limits)             |
@@ -50,7 +51,7 @@ import type { CgroupRef } from "./cgroup.ts";
 import { MEMINFO_FILE } from "./meminfo.ts";
 import { proxyEnvironment } from "../../../server/egress/bridge.ts";
 import type { PackageSource } from "./package_source.ts";
-import { CACHE_DATABASES, CACHE_DIRECTORIES } from "./module_cache.ts";
+import { CACHE_DATABASES, CACHE_DIRECTORIES, liveCachesOpen } from "./module_cache.ts";
 import type { Isolation } from "./state.ts";
 
 /** What the launch plan is made from. */
@@ -275,13 +276,14 @@ function cgroupBinds(ref: CgroupRef | undefined): string[] {
 }
 
 /**
- * The sandbox's `DENO_DIR`, at the host's path: the host's read-only, or, with the snapshots
- * `prepared` for this package, a tmpfs holding them and the host's module directories, all
- * read-only (the tmpfs too, once filled). No `-wal` or `-shm` of the host's live databases is
- * in it: SQLite would read the host's journal into the snapshot.
+ * The sandbox's `DENO_DIR` (bubblewrap's arguments), at the host's path: the host's read-only
+ * while a host process has its cache databases open, else, with the snapshots `prepared` for
+ * this package, a tmpfs holding them and the host's module directories, all read-only (the tmpfs
+ * too, once filled). No `-wal` or `-shm` of the host's live databases is beside the snapshots:
+ * SQLite would read the host's journal into them. See `module_cache.ts`.
  */
-function denoDirBinds(cache: string, prepared: string | undefined): string[] {
-  if (!prepared) return ["--ro-bind", cache, cache];
+export function denoDirBinds(cache: string, prepared: string | undefined): string[] {
+  if (!prepared || liveCachesOpen(cache)) return ["--ro-bind", cache, cache];
   const args = ["--tmpfs", cache];
   for (const dir of CACHE_DIRECTORIES) {
     args.push("--ro-bind-try", join(cache, dir), join(cache, dir));

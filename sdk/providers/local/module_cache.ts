@@ -22,9 +22,18 @@
  * with 0.13 s of CPU instead of 0.06, as if there were no cache at all. So the rows for this
  * package's modules and its npm packages are copied into a snapshot of each database under
  * `SANDBAR_HOME/module-cache/<fingerprint>/`, with empty `-wal` and `-shm` files beside it that
- * nothing ever writes. A sandbox gets a `DENO_DIR` of its own (`launch.ts`): a read-only tmpfs
- * holding the host's `npm/`, `remote/` and `gen/` (read-only) and these snapshots, at the host's
- * path so that every module keeps its name (a code cache entry is found by the module's URL).
+ * nothing ever writes. A sandbox gets a `DENO_DIR` of its own, at the host's path so that every
+ * module keeps its name (a code cache entry is found by the module's URL), holding these snapshots
+ * and the host's `npm/`, `remote/` and `gen/`, all read-only: a local sandbox's is a tmpfs made
+ * read-only once filled (`launch.ts`); a container's is this directory itself, whose empty `npm/`,
+ * `remote/` and `gen/` the engine binds the host's over (`docker/launch.ts`).
+ *
+ * Read-only, the snapshots cost more than the live databases while a host process keeps those
+ * open (measured, a local sandbox's create to its first command's result p50 ~10 ms more, and
+ * ~20 ms more CPU: SQLite cannot keep its page cache between lookups without a writable `-shm`).
+ * So a sandbox whose host has them open at its start (the creating program, a Deno process,
+ * usually does) gets the host's `DENO_DIR` read-only, as before, and the snapshots are for the
+ * others (a creator that is not Deno, a pool filled in the background, a sandbox started again).
  *
  * A stale entry is never used: each row carries the hash of the source it was made from, which
  * Deno compares before using it (and V8 checks its own version and flags), and a changed package
@@ -60,6 +69,45 @@ export const CACHE_DATABASES: readonly string[] = [
   "dep_analysis_cache_v2",
   "node_analysis_cache_v2",
 ];
+
+/**
+ * Whether some process on the host has Deno's cache databases in `denoDir` open now: each has
+ * its `-wal`, and its `-shm` is locked (every SQLite connection holds a lock on it, which
+ * `/proc/locks` lists; a `-shm` a process left behind holds none). A sandbox can then read the
+ * live ones, and does (see the module doc). Where `/proc/locks` cannot be read, the files alone.
+ */
+export function liveCachesOpen(denoDir: string): boolean {
+  const locked = lockedFiles();
+  return CACHE_DATABASES.every((name) => {
+    try {
+      const shm = Deno.statSync(join(denoDir, `${name}-shm`));
+      if (!Deno.statSync(join(denoDir, `${name}-wal`)).isFile || !shm.isFile) return false;
+      return locked === null || locked.has(fileId(shm.dev, shm.ino ?? 0));
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** The files some process holds a lock on, as `/proc/locks` names them, or null. */
+function lockedFiles(): Set<string> | null {
+  let text: string;
+  try {
+    text = Deno.readTextFileSync("/proc/locks");
+  } catch {
+    return null;
+  }
+  // `1: POSIX  ADVISORY  READ 28707 fe:00:16042560 128 128`: major:minor (hex), inode.
+  return new Set(text.split("\n").map((line) => line.trim().split(/\s+/)[5]).filter(Boolean));
+}
+
+/** A file's device and inode as `/proc/locks` writes them. */
+function fileId(dev: number, ino: number): string {
+  const major = (dev >> 8) & 0xfff;
+  const minor = (dev & 0xff) | ((dev >> 12) & 0xfff00);
+  const hex = (n: number) => n.toString(16).padStart(2, "0");
+  return `${hex(major)}:${hex(minor)}:${ino}`;
+}
 
 /** The directories of `DENO_DIR` a sandbox reads from the host: packages, remote modules, emits. */
 export const CACHE_DIRECTORIES: readonly string[] = ["npm", "remote", "gen"];
@@ -111,6 +159,9 @@ async function prepare(
       if (!await Deno.stat(from).then(() => true, () => false)) continue;
       snapshotDatabase(from, join(temp, name), prefixes);
     }
+    // Where a container's engine binds the host's directories over (`containerBody`): it cannot
+    // make them in a read-only mount.
+    for (const name of CACHE_DIRECTORIES) await Deno.mkdir(join(temp, name));
     // Another process may have made it meanwhile: theirs is as good. What is there otherwise
     // is half made, or an earlier version's stamp file.
     if (!await complete(dir)) await Deno.remove(dir, { recursive: true }).catch(() => {});
@@ -135,15 +186,16 @@ async function prepare(
   return await complete(dir) ? dir : null;
 }
 
-/** Whether `dir` holds every snapshot with its two files. */
+/** Whether `dir` holds every snapshot with its two files, and the empty directories. */
 async function complete(dir: string): Promise<boolean> {
+  const is = (path: string, kind: "isFile" | "isDirectory") =>
+    Deno.stat(path).then((i) => i[kind], () => false);
   for (const name of CACHE_DATABASES) {
     for (const suffix of ["", "-wal", "-shm"]) {
-      if (!await Deno.stat(join(dir, name + suffix)).then((i) => i.isFile, () => false)) {
-        return false;
-      }
+      if (!await is(join(dir, name + suffix), "isFile")) return false;
     }
   }
+  for (const name of CACHE_DIRECTORIES) if (!await is(join(dir, name), "isDirectory")) return false;
   return true;
 }
 
