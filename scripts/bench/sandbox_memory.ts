@@ -1,9 +1,9 @@
 /**
  * What an idle local sandbox costs in memory (the `memory` section of `sandbox.ts`, issue 28):
- * the drop in `MemAvailable` over 20 idle sandboxes (each has served one command), per sandbox,
- * and where it goes, read from each process's `/proc/<pid>/smaps_rollup`: anonymous memory and
- * PSS per kind of process (the supervisor on the host; the server inside, which runs the relay
- * too; `bwrap` and anything else). Beside it, in the same round, the floor: an idle `deno run`
+ * the drop in `MemAvailable` over 20 idle sandboxes (each has served one command; sampled 3 s
+ * and 45 s after it, see `MOMENTS`), per sandbox, and where it goes, read from each process's
+ * `/proc/<pid>/smaps_rollup`: anonymous memory and PSS per kind of process (the supervisor on the
+ * host; the server inside, which runs the relay too; `bwrap` and anything else). Beside it, in the same round, the floor: an idle `deno run`
  * of a one-line script, which no Deno process of a sandbox can go under. Several rounds; the
  * medians are printed. On a shared machine other programs move `MemAvailable` by more than a
  * sandbox costs (two rounds of the same tree here: 39 and 101 MiB; 26 and 64 another day), so the
@@ -24,6 +24,13 @@ import { readState, sandbarHome, SandboxDir } from "../../sdk/providers/local/st
 import type { CgroupRef } from "../../sdk/providers/local/cgroup.ts";
 
 const SANDBOXES = 20;
+/**
+ * When the sandboxes are sampled, in seconds after their last command: just after it, and once
+ * idle. For about half a minute after its last work V8 keeps the server's young generation at
+ * its grown size (8 MiB at `--max-semi-space-size=4`), then its memory reducer shrinks it to a
+ * quarter MiB: measured, a server held 41.5 MiB at 3 s and 34 at 30 s and after.
+ */
+const MOMENTS = [3, 45];
 /** What a sandbox holds for good: its processes' anonymous memory and its cgroup's kernel memory. */
 const HELD = "= anon + kernel memory (held)";
 /** The kind under which a sandbox's cgroup's kernel memory is counted (as anonymous). */
@@ -118,13 +125,47 @@ async function denoFloor(): Promise<number> {
   return anon;
 }
 
-/** One round: the drop over 20 sandboxes, the breakdown per kind, the floor. */
-async function round(): Promise<{ drop: number; kinds: Map<string, number[]>; floor: number }> {
+/** Per kind, one value per sandbox: the breakdown of `sandboxes`, with their totals. */
+async function breakdowns(sandboxes: Sandbox[]): Promise<Map<string, number[]>> {
+  const kinds = new Map<string, number[]>();
+  const add = (k: string, v: number) => kinds.set(k, [...kinds.get(k) ?? [], v]);
+  for (const s of sandboxes) {
+    const total: [number, number] = [0, 0];
+    let kernel = 0;
+    for (const [k, [anon, pss]] of await breakdown(s.id)) {
+      if (k === KERNEL) {
+        add(k, anon);
+        kernel = anon;
+        continue;
+      }
+      add(`${k} anon`, anon);
+      add(`${k} pss`, pss);
+      total[0] += anon;
+      total[1] += pss;
+    }
+    add(HELD, total[0] + kernel);
+    add(`= all its processes anon`, total[0]);
+    add(`= all its processes pss`, total[1]);
+  }
+  return kinds;
+}
+
+/** What one round saw at one moment: the drop over 20 sandboxes and the breakdown per kind. */
+interface Sample {
+  drop: number;
+  kinds: Map<string, number[]>;
+}
+
+/**
+ * One round: 20 sandboxes that have each served a command, sampled `MOMENTS` seconds after the
+ * last command; and the floor.
+ */
+async function round(): Promise<{ samples: Sample[]; floor: number }> {
   const floor = await denoFloor();
   await new Promise((r) => setTimeout(r, 1000));
   const before = memAvailableKiB();
   const sandboxes: Sandbox[] = [];
-  const kinds = new Map<string, number[]>();
+  const samples: Sample[] = [];
   try {
     for (let i = 0; i < SANDBOXES; i += 4) {
       sandboxes.push(
@@ -132,33 +173,13 @@ async function round(): Promise<{ drop: number; kinds: Map<string, number[]>; fl
       );
     }
     for (const s of sandboxes) await s.commands.run("true"); // each has served a command
-    await new Promise((r) => setTimeout(r, 3000)); // settle
-    const drop = (before - memAvailableKiB()) / 1024 / SANDBOXES;
-    for (const s of sandboxes) {
-      const total: [number, number] = [0, 0];
-      let kernel = 0;
-      for (const [k, [anon, pss]] of await breakdown(s.id)) {
-        if (k === KERNEL) {
-          kinds.set(k, [...kinds.get(k) ?? [], anon]);
-          kernel = anon;
-          continue;
-        }
-        kinds.set(`${k} anon`, [...kinds.get(`${k} anon`) ?? [], anon]);
-        kinds.set(`${k} pss`, [...kinds.get(`${k} pss`) ?? [], pss]);
-        total[0] += anon;
-        total[1] += pss;
-      }
-      kinds.set(HELD, [...kinds.get(HELD) ?? [], total[0] + kernel]);
-      kinds.set(`= all its processes anon`, [
-        ...kinds.get(`= all its processes anon`) ?? [],
-        total[0],
-      ]);
-      kinds.set(`= all its processes pss`, [
-        ...kinds.get(`= all its processes pss`) ?? [],
-        total[1],
-      ]);
+    const served = Date.now();
+    for (const at of MOMENTS) {
+      await new Promise((r) => setTimeout(r, Math.max(0, at * 1000 - (Date.now() - served))));
+      const drop = (before - memAvailableKiB()) / 1024 / SANDBOXES;
+      samples.push({ drop, kinds: await breakdowns(sandboxes) });
     }
-    return { drop, kinds, floor };
+    return { samples, floor };
   } finally {
     await Promise.all(sandboxes.map((s) => s.kill()));
   }
@@ -167,38 +188,46 @@ async function round(): Promise<{ drop: number; kinds: Map<string, number[]>; fl
 /** The `memory` section: `runs` rounds (1 to 5), medians printed. */
 export async function idleMemory(runs: number): Promise<void> {
   const rounds = Math.max(1, Math.min(5, runs));
-  const drops: number[] = [];
+  const drops: number[][] = MOMENTS.map(() => []);
   const floors: number[] = [];
-  const kinds = new Map<string, number[]>();
+  const kinds: Map<string, number[]>[] = MOMENTS.map(() => new Map());
   for (let i = 0; i < rounds; i++) {
     const r = await round();
-    drops.push(r.drop);
     floors.push(r.floor);
-    for (const [k, values] of r.kinds) kinds.set(k, [...kinds.get(k) ?? [], median(values)]);
+    r.samples.forEach((sample, m) => {
+      drops[m].push(sample.drop);
+      for (const [k, values] of sample.kinds) {
+        kinds[m].set(k, [...kinds[m].get(k) ?? [], median(values)]);
+      }
+    });
     await new Promise((r) => setTimeout(r, 2000)); // the kills' memory back before the next
   }
   const mib = (v: number) => `${v.toFixed(1)} MiB`;
-  const per = median(drops);
-  console.log(
-    `memory per idle sandbox (MemAvailable drop over ${SANDBOXES}), median of ${rounds}  ` +
-      `${mib(per)} (rounds: ${drops.map((d) => d.toFixed(1)).join(", ")})`,
-  );
-  const held = kinds.has(HELD) ? median(kinds.get(HELD)!) : null;
-  console.log(
-    `  goal < 40 MiB: by MemAvailable ${per < 40 ? "met" : "NOT met"} (other programs move it ` +
-      `too); by anon + kernel memory ${
-        held === null ? "unknown" : `${mib(held)}, ${held < 40 ? "met" : "NOT met"}`
-      }`,
-  );
-  if (!kinds.has(KERNEL)) {
+  MOMENTS.forEach((at, m) => {
+    const per = median(drops[m]);
     console.log(
-      "  (no kernel memory: no memory.kmem.usage_in_bytes (v1) or `kernel` in memory.stat (v2) " +
-        "in the sandboxes' cgroups)",
+      `memory per idle sandbox, ${at} s after its command (MemAvailable drop over ${SANDBOXES}), ` +
+        `median of ${rounds}  ${mib(per)} (rounds: ${
+          drops[m].map((d) => d.toFixed(1)).join(", ")
+        })`,
     );
-  }
-  console.log("  per sandbox, by process (smaps_rollup; median over sandboxes, then rounds):");
-  for (const [k, values] of [...kinds].sort()) {
-    console.log(`    ${k.padEnd(34)} ${mib(median(values))}`);
-  }
+    const held = kinds[m].has(HELD) ? median(kinds[m].get(HELD)!) : null;
+    console.log(
+      `  goal < 40 MiB: by MemAvailable ${per < 40 ? "met" : "NOT met"} (other programs move it ` +
+        `too); by anon + kernel memory ${
+          held === null ? "unknown" : `${mib(held)}, ${held < 40 ? "met" : "NOT met"}`
+        }`,
+    );
+    if (!kinds[m].has(KERNEL)) {
+      console.log(
+        "  (no kernel memory: no memory.kmem.usage_in_bytes (v1) or `kernel` in memory.stat " +
+          "(v2) in the sandboxes' cgroups)",
+      );
+    }
+    console.log("  per sandbox, by process (smaps_rollup; median over sandboxes, then rounds):");
+    for (const [k, values] of [...kinds[m]].sort()) {
+      console.log(`    ${k.padEnd(34)} ${mib(median(values))}`);
+    }
+  });
   console.log(`  floor: an idle deno run, anonymous                  ${mib(median(floors))}`);
 }
