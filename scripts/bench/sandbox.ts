@@ -140,9 +140,65 @@ async function sandboxCpuMs(sandbox: Sandbox): Promise<number> {
   return state?.supervisor ? treeCpuMs(state.supervisor.pid) : NaN;
 }
 
+/** CPU ms (user + system) of one thread, `/proc/<pid>/task/<tid>/stat`. */
+function threadCpuMs(pid: number, tid: number): number {
+  try {
+    const text = Deno.readTextFileSync(`/proc/${pid}/task/${tid}/stat`);
+    const f = text.slice(text.lastIndexOf(")") + 2).split(" ");
+    return (Number(f[11]) + Number(f[12])) * TICK_MS;
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * Where a live local sandbox's CPU went, by process: its supervisor (on the host), and its server
+ * (inside: the main thread, which loads the modules and serves; its other threads, the default
+ * identity's confinement worker among them).
+ */
+export interface SandboxCpu {
+  /** The supervisor process. */
+  supervisor: number;
+  /** The server's main thread. */
+  serverMain: number;
+  /** The server's other threads. */
+  serverOther: number;
+}
+
+async function sandboxCpuSplit(sandbox: Sandbox): Promise<SandboxCpu> {
+  const home = Deno.env.get("SANDBAR_HOME")!;
+  const state = await readState(new SandboxDir(home, sandbox.id));
+  const root = state?.supervisor?.pid;
+  if (!root) return { supervisor: NaN, serverMain: NaN, serverOther: NaN };
+  // Deno itself running server/main.ts (bubblewrap's command line names it too, in a script).
+  const server = descendants(root).find((pid) => {
+    try {
+      const argv = Deno.readTextFileSync(`/proc/${pid}/cmdline`).split("\0");
+      return argv[0].endsWith("deno") && argv.some((a) => a.endsWith("server/main.ts"));
+    } catch {
+      return false;
+    }
+  });
+  const supervisor = threadCpuMs(root, root) +
+    [...Deno.readDirSync(`/proc/${root}/task`)].map((t) => Number(t.name))
+      .filter((t) => t !== root).reduce((a, t) => a + (threadCpuMs(root, t) || 0), 0);
+  if (!server) return { supervisor, serverMain: NaN, serverOther: NaN };
+  const serverMain = threadCpuMs(server, server);
+  const serverOther = [...Deno.readDirSync(`/proc/${server}/task`)].map((t) => Number(t.name))
+    .filter((t) => t !== server).reduce((a, t) => a + (threadCpuMs(server, t) || 0), 0);
+  return { supervisor, serverMain, serverOther };
+}
+
 /** A sandbox: create, first command; the two phases in ms and the CPU; then kill it. */
 async function sandboxRun(): Promise<
-  { total: number; create: number; first: number; cpu: number; sdkCpu: number }
+  {
+    total: number;
+    create: number;
+    first: number;
+    cpu: number;
+    sdkCpu: number;
+    split: SandboxCpu;
+  }
 > {
   const c0 = ownCpuMs();
   const t0 = performance.now();
@@ -154,7 +210,8 @@ async function sandboxRun(): Promise<
     const t2 = performance.now();
     const sdkCpu = ownCpuMs() - c0;
     const cpu = await sandboxCpuMs(sandbox);
-    return { total: t2 - t0, create: t1 - t0, first: t2 - t1, cpu, sdkCpu };
+    const split = await sandboxCpuSplit(sandbox);
+    return { total: t2 - t0, create: t1 - t0, first: t2 - t1, cpu, sdkCpu, split };
   } finally {
     await sandbox.kill();
   }
@@ -301,6 +358,9 @@ export async function main(args: string[] = Deno.args): Promise<number> {
   const first: number[] = [];
   const cpu: number[] = [];
   const sdkCpu: number[] = [];
+  const supervisorCpu: number[] = [];
+  const serverMainCpu: number[] = [];
+  const serverOtherCpu: number[] = [];
   const loadBefore = load();
   try {
     for (let i = 0; i < WARMUP + runs; i++) {
@@ -316,6 +376,9 @@ export async function main(args: string[] = Deno.args): Promise<number> {
       first.push(s.first);
       cpu.push(s.cpu);
       sdkCpu.push(s.sdkCpu);
+      supervisorCpu.push(s.split.supervisor);
+      serverMainCpu.push(s.split.serverMain);
+      serverOtherCpu.push(s.split.serverOther);
     }
   } finally {
     if (previous === undefined) Deno.env.delete("SANDBAR_HOME");
@@ -337,6 +400,11 @@ export async function main(args: string[] = Deno.args): Promise<number> {
   console.log(
     `  CPU per sandbox to that result            p50 ${ms(cpu, 0.5)} in its processes ` +
       `+ p50 ${ms(sdkCpu, 0.5)} in the SDK`,
+  );
+  console.log(
+    `    of which the supervisor p50 ${ms(supervisorCpu, 0.5)}, the server's main thread p50 ` +
+      `${ms(serverMainCpu, 0.5)} (its modules, its start, the requests), its other threads p50 ` +
+      `${ms(serverOtherCpu, 0.5)} (the confinement worker's rules, V8's helpers)`,
   );
   console.log(`ratio sandbox / bare server (p50)           ${ratio.toFixed(2)}`);
   const goal = (v: number[]) => percentile(v, 0.5) < 200 ? "met" : "NOT met";
