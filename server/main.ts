@@ -269,7 +269,10 @@ async function serve(args: Args): Promise<number> {
   console.error(`sandbar: listening on ${server.url} (PTY ${server.ptyUrl})`);
   if (args["await-claim"]) {
     try {
+      // Waiting for a claim leaves time for the groups a claimant's first requests would load.
+      const preload = import("./handlers/mod.ts").then((m) => m.groupsUsedSoon()).catch(() => {});
       await (await import("./claim.ts")).awaitClaim(server.state);
+      await preload;
     } catch (e) {
       console.error(`sandbar: ${(e as Error).message}`);
       await server.close();

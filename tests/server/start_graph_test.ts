@@ -6,6 +6,11 @@ import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { agentsHandlers } from "../../server/agents/handlers.ts";
 import { browserHandlers } from "../../server/handlers/browser/index.ts";
+import { fileOpsHandlers } from "../../server/handlers/file_ops/index.ts";
+import { terminalHandlers } from "../../server/handlers/terminal/index.ts";
+import { systemHandlers } from "../../server/handlers/system/index.ts";
+import { devToolsHandlers } from "../../server/handlers/dev_tools/index.ts";
+import { commandsHandlers } from "../../server/handlers/named_commands/index.ts";
 import { ENDPOINTS } from "../../server/endpoints.ts";
 import { HANDLERS } from "../../server/handlers/mod.ts";
 import { narrowedServerArgv } from "../../server/launch.ts";
@@ -61,6 +66,11 @@ Deno.test("the server's start graph has no browser, agents, code, MCP, test libr
   const early = graph.filter((m) => LATE.some((re) => re.test(m)));
   assert.deepEqual(early, []);
   assert.ok(graph.includes("server/handlers/process/index.ts"), "the process group loads at start");
+  assert.ok(graph.includes("server/handlers/core/index.ts"), "the core group loads at start");
+  // The other groups load on their first request.
+  for (const group of ["file_ops", "terminal", "system", "dev_tools", "named_commands"]) {
+    assert.ok(!graph.includes(`server/handlers/${group}/index.ts`), `${group} loads at start`);
+  }
 });
 
 Deno.test("the launcher loads none of the server's handlers", async () => {
@@ -98,5 +108,10 @@ Deno.test("groups loaded on first use answer every id of the table, and only tho
   const ids = (group: string) => ENDPOINTS.filter((e) => e.group === group).map((e) => e.id);
   assert.deepEqual(Object.keys(agentsHandlers).sort(), ids("agents").sort());
   assert.deepEqual(Object.keys(browserHandlers).sort(), ids("browser").sort());
+  assert.deepEqual(Object.keys(fileOpsHandlers).sort(), ids("file_ops").sort());
+  assert.deepEqual(Object.keys(terminalHandlers).sort(), ids("terminal").sort());
+  assert.deepEqual(Object.keys(systemHandlers).sort(), ids("system").sort());
+  assert.deepEqual(Object.keys(devToolsHandlers).sort(), ids("dev_tools").sort());
+  assert.deepEqual(Object.keys(commandsHandlers).sort(), ids("commands").sort());
   assert.deepEqual(Object.keys(HANDLERS).sort(), ENDPOINTS.map((e) => e.id).sort());
 });

@@ -49,7 +49,7 @@ import { SERVER_RUNTIME_FLAGS } from "../../../server/launch.ts";
 import { type PackageSource, SANDBOX_MODULES } from "./package_source.ts";
 import { packageFingerprint } from "./pool.ts";
 
-/** The modules a sandbox's server loads before its first command answers. */
+/** The modules a sandbox's server loads before its first command answers, or soon after. */
 export const START_MODULES: readonly string[] = [
   "sdk/providers/local/relay.ts",
   "server/main.ts",
@@ -61,6 +61,12 @@ export const START_MODULES: readonly string[] = [
   "server/policy/load.ts",
   // The default identity's spawner thread, started as the server listens.
   "server/confine/spawner_worker.ts",
+  // Groups loaded on their first request, whose first request should not compile them.
+  "server/handlers/file_ops/index.ts",
+  "server/handlers/terminal/index.ts",
+  "server/handlers/system/index.ts",
+  "server/handlers/dev_tools/index.ts",
+  "server/handlers/named_commands/index.ts",
 ];
 
 /** The databases a sandbox reads, each with its `-wal` and `-shm` files. */
