@@ -426,7 +426,11 @@ export class LocalProvider implements SandboxProvider {
         suggestion: "Read the message: it ends with what the server printed.",
       });
     }
-    return pooled !== undefined ? handleOf(await this.#waitPorts(id, true)) : this.connect(id);
+    if (pooled !== undefined) return handleOf(await this.#waitPorts(id, true));
+    // The supervisor saved its running state before it said ready, and said it: it lives. That
+    // state is the handle (`connect` would read it twice more and ping the supervisor).
+    const saved = await readState(dir);
+    return saved?.ports && saved.status === "running" ? handleOf(saved) : this.connect(id);
   }
 
   /**
