@@ -20,6 +20,7 @@ import {
 import { BASE_IMAGE, dockerIgnored, type TestEngine } from "./docker_engine.ts";
 import { dockerFixture } from "./docker_helpers.ts";
 import { runChild } from "./sandbox_helpers.ts";
+import { denoDir } from "../../sdk/providers/local/launch.ts";
 
 const ignore = dockerIgnored();
 const docker = dockerFixture();
@@ -95,6 +96,22 @@ Deno.test({
     // by the engine's exec, as root and outside the server's confinement).
     assert.equal(await execExitCode(sandbox.id, ["test", "-e", "/run/sandbar/relay_key"]), 1);
     assert.equal(await execExitCode(sandbox.id, ["test", "-d", "/run/sandbar/state"]), 0);
+    // Of the host's DENO_DIR, the container sees the package's part only: under `gen/file/` the
+    // package's path and nothing beside it (the host's other programs' emits), no `remote/`.
+    const cache = denoDir();
+    const pkg = new URL("../../", import.meta.url).pathname.replace(/\/$/, "");
+    const seen = await provider.engine.exec(`sandbar-${sandbox.id}`, [
+      "sh",
+      "-c",
+      `cd "$0" && ls -A | tr '\\n' ' ' && p=gen/file && for c in $(echo "$1" | tr / ' '); do ` +
+      `echo; ls -A "$p" | tr '\\n' ' '; p="$p/$c"; done`,
+      cache,
+      pkg,
+    ]);
+    assert.equal(seen.exitCode, 0, seen.stdout);
+    const [top, ...levels] = seen.stdout.trim().split("\n").map((l) => l.trim().split(" "));
+    assert.ok(top.includes("gen") && !top.includes("remote"), seen.stdout);
+    assert.deepEqual(levels, pkg.split("/").filter(Boolean).map((c) => [c]), seen.stdout);
     await sandbox.files.write("data.txt", "hello");
     assert.equal(await sandbox.files.read("/home/user/data.txt"), "hello");
     const code = await sandbox.runCode("x = open('data.txt').read() * 2\nprint(x)");

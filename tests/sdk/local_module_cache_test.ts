@@ -1,10 +1,9 @@
 /**
  * The caches a local sandbox's server loads its modules with (`sdk/providers/local/module_cache.ts`):
  * prepared once on the host for the package, with V8's code cache for the server's start path in
- * it. A sandbox whose host has Deno's live cache databases open reads those (the host's
- * `DENO_DIR`, read-only); one whose host has not gets a `DENO_DIR` made of the snapshots and the
- * host's module directories, every mount of it read-only, with no journal of the live databases
- * beside them. Looked at from the host, through the server process's own view of its mounts
+ * it. A sandbox gets a `DENO_DIR` made of the snapshots and the package's parts of the host's
+ * module directories, every mount of it read-only, with no journal of the live databases beside
+ * them and nothing of the host's other programs (their emits, downloads and code cache). Looked at from the host, through the server process's own view of its mounts
  * (`/proc/<pid>/mountinfo` and `/proc/<pid>/root`): a sandbox's commands are confined away from
  * `DENO_DIR` anyway.
  */
@@ -15,7 +14,7 @@ import { DatabaseSync } from "node:sqlite";
 import { denoDir, denoDirBinds, findBwrap } from "../../sdk/providers/local/launch.ts";
 import {
   CACHE_DATABASES,
-  CACHE_DIRECTORIES,
+  packageCacheDirs,
   START_MODULES,
 } from "../../sdk/providers/local/module_cache.ts";
 import { dropSandbarHome, runChild, useSandbarHome } from "./sandbox_helpers.ts";
@@ -35,48 +34,74 @@ function preparedDir(): string {
   return join(caches, dirs[0].name);
 }
 
-Deno.test("the sandbox's DENO_DIR: the live one while the host has it open, else the snapshots", async () => {
+Deno.test("the sandbox's DENO_DIR: the package's parts of the host's cache and the snapshots, never the rest", async () => {
   const cache = await Deno.makeTempDir({ prefix: "deno-dir-" });
   try {
-    const prepared = "/prepared";
-    // Nothing holds the databases open: the snapshots, in a read-only tmpfs.
-    const made = denoDirBinds(cache, prepared);
-    assert.deepEqual(made.slice(0, 2), ["--tmpfs", cache]);
-    assert.deepEqual(made.slice(-2), ["--remount-ro", cache]);
-    // Each database and its journals come from the snapshots, none from the live directory.
-    for (const name of CACHE_DATABASES) {
-      for (const suffix of ["", "-wal", "-shm"]) {
-        const at = made.indexOf(join(cache, name + suffix));
-        assert.equal(made[at - 1], join(prepared, name + suffix));
-      }
-    }
-    // Journals left behind by processes gone (no lock on them): still the snapshots.
-    for (const name of CACHE_DATABASES) {
-      for (const suffix of ["", "-wal", "-shm"]) {
-        await Deno.writeFile(join(cache, name + suffix), new Uint8Array());
-      }
-    }
-    assert.equal(denoDirBinds(cache, prepared)[0], "--tmpfs");
-    // A process has them open (SQLite, here this test's own connections): the live ones.
+    const pkg = "/opt/pkg";
+    const source = { dir: pkg, module: (p: string) => join(pkg, p), runFlags: [] };
+    for (
+      const dir of [
+        "npm/registry.npmjs.org/hono",
+        `gen/file${pkg}/server`,
+        `gen/file${pkg}/sdk`,
+        "gen/file/home/someone/secret-project",
+        "remote/https/example.com",
+      ]
+    ) await Deno.mkdir(join(cache, dir), { recursive: true });
+    // A host program run with `deno eval` in the package's directory: emitted beside its dirs.
+    await Deno.writeTextFile(join(cache, `gen/file${pkg}/$deno$eval.mts.js`), "const key = 1;");
+    // The host's live databases, open (this test's own connections), with their journals.
     const open = CACHE_DATABASES.map((name) => {
       const db = new DatabaseSync(join(cache, name));
       db.exec("PRAGMA journal_mode = WAL; CREATE TABLE IF NOT EXISTS t (x)");
       return db;
     });
     try {
-      assert.deepEqual(denoDirBinds(cache, prepared), ["--ro-bind", cache, cache]);
+      const prepared = "/prepared";
+      const made = denoDirBinds(cache, source, prepared);
+      assert.deepEqual(made.slice(0, 2), ["--tmpfs", cache]);
+      assert.deepEqual(made.slice(-2), ["--remount-ro", cache]);
+      const bound = new Map<string, string>();
+      for (let i = 0; i < made.length; i++) {
+        if (made[i] === "--ro-bind-try") bound.set(made[i + 2], made[i + 1]);
+      }
+      const expected = ["npm", `gen/file${pkg}/sdk`, `gen/file${pkg}/server`].map((d) =>
+        join(cache, d)
+      );
+      for (const dir of expected) assert.equal(bound.get(dir), dir);
+      // Each database and its journals come from the snapshots, none from the live directory.
+      for (const name of CACHE_DATABASES) {
+        for (const suffix of ["", "-wal", "-shm"]) {
+          assert.equal(bound.get(join(cache, name + suffix)), join(prepared, name + suffix));
+        }
+      }
+      assert.equal(bound.size, expected.length + CACHE_DATABASES.length * 3, [...bound].join("\n"));
+      // Without snapshots: the package's parts only, no databases.
+      assert.deepEqual(
+        denoDirBinds(cache, source, undefined).filter((a) => a.startsWith(cache)).sort(),
+        [cache, cache, ...expected.flatMap((d) => [d, d])].sort(),
+      );
     } finally {
       for (const db of open) db.close();
     }
-    // No snapshots: the live ones whatever the state.
-    assert.deepEqual(denoDirBinds(cache, undefined), ["--ro-bind", cache, cache]);
+    // A package loaded by URL: its host's downloads and emits.
+    const byUrl = {
+      dir: null,
+      module: (p: string) => `http://127.0.0.1:4545/pkg/${p}`,
+      runFlags: [],
+    };
+    assert.deepEqual(packageCacheDirs(byUrl, cache), [
+      "npm",
+      "remote/http/127.0.0.1_PORT4545",
+      "gen/http/127.0.0.1_PORT4545",
+    ]);
   } finally {
     await Deno.remove(cache, { recursive: true });
   }
 });
 
 Deno.test({
-  name: "a sandbox whose host has no cache open reads the prepared snapshots, all read-only",
+  name: "a sandbox reads the prepared snapshots and the package's part of the cache, all read-only",
   ignore: !findBwrap(), // needs bubblewrap (the sandbox whose mounts are looked at)
   fn: async () => {
     // A DENO_DIR of the host's packages that no process holds open, as fresh as a user's (its
@@ -84,12 +109,17 @@ Deno.test({
     // cache and names this one only for the sandbox.
     const cache = await Deno.makeTempDir({ prefix: "deno-dir-" });
     try {
-      for (const dir of CACHE_DIRECTORIES.filter((d) => d !== "gen")) {
+      for (const dir of ["npm", "remote"]) {
         const from = join(denoDir(), dir);
         if (!(await Deno.stat(from).catch(() => null))?.isDirectory) continue;
         const cp = await new Deno.Command("cp", { args: ["-a", from, join(cache, dir)] }).output();
         assert.ok(cp.success, `copy ${from}`);
       }
+      // Another program of the host's user, run with Deno: its emit and a download of its own.
+      const other = join(cache, "gen/file/home/someone/project");
+      await Deno.mkdir(other, { recursive: true });
+      await Deno.writeTextFile(join(other, "secret.ts.js"), 'export const key = "sk-host-only";');
+      await Deno.mkdir(join(cache, "remote/https/private.example"), { recursive: true });
       const out = JSON.parse(
         await runChild(`
 import { sandboxChildren } from ${
@@ -104,7 +134,11 @@ const mounts = Deno.readTextFileSync("/proc/" + server.pid + "/mountinfo");
 const inside = "/proc/" + server.pid + "/root" + ${JSON.stringify(cache)};
 const names = [...Deno.readDirSync(inside)].map((e) => e.name).sort();
 const sizes = Object.fromEntries(names.map((n) => [n, Deno.statSync(inside + "/" + n).size]));
-console.log(JSON.stringify({ exitCode: ran.exitCode, mounts, names, sizes }));
+const emitted = [...Deno.readDirSync(inside + "/gen/file")].map((e) => e.name);
+const otherSeen = Deno.statSync(inside + "/gen/file").isDirectory &&
+  [...Deno.readDirSync(inside + "/gen/file")].some((e) => e.name === "home") &&
+  (() => { try { Deno.statSync(inside + "/gen/file/home/someone"); return true; } catch { return false; } })();
+console.log(JSON.stringify({ exitCode: ran.exitCode, mounts, names, sizes, emitted, otherSeen }));
 `),
       );
       assert.equal(out.exitCode, 0);
@@ -131,18 +165,18 @@ console.log(JSON.stringify({ exitCode: ran.exitCode, mounts, names, sizes }));
         assert.ok(m.options.includes("ro"), `${m.point} is mounted ${m.options}`);
       }
 
-      // Inside: the module directories and the snapshots, nothing else (no live journal).
+      // Inside: the package's emits and the npm packages, and the snapshots; nothing else (no
+      // live journal, no other program's emits or downloads).
       const expected = [
-        ...CACHE_DIRECTORIES.filter((d) => {
-          try {
-            return Deno.statSync(join(cache, d)).isDirectory;
-          } catch {
-            return false;
-          }
-        }),
+        "gen",
+        "npm",
         ...CACHE_DATABASES.flatMap((n) => [n, `${n}-shm`, `${n}-wal`]),
-      ].sort();
+      ]
+        .sort();
       assert.deepEqual(out.names, expected);
+      // Under gen/file only the package's path: the other program's directory is not there.
+      assert.deepEqual(out.emitted, [new URL(ROOT).pathname.split("/")[1]]);
+      assert.equal(out.otherSeen, false, "another program's emits are seen inside");
       for (const name of CACHE_DATABASES) {
         assert.equal(out.sizes[name], (await Deno.stat(join(prepared, name))).size, name);
         assert.ok(out.sizes[name] > 0, name);

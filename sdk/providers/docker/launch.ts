@@ -35,7 +35,7 @@
  */
 
 import { basename, dirname, join } from "node:path";
-import { CACHE_DIRECTORIES, liveCachesOpen } from "../local/module_cache.ts";
+import { packageCacheDirs } from "../local/module_cache.ts";
 import { ENDPOINTS } from "../../../server/endpoints.ts";
 import { narrowedServerArgv } from "../../../server/launch.ts";
 import { compilePolicy } from "../../../server/policy/compile.ts";
@@ -237,23 +237,29 @@ export interface ContainerInputs {
 }
 
 /**
- * `DENO_DIR` at the host's path, read-only: the host's while a host process has its cache
- * databases open, else, with the caches `prepared` for the package (`module_cache.ts`), that
- * directory with the host's module directories bound over its empty ones (the engine mounts a
- * parent before what is below it). No `-wal` or `-shm` of the
- * host's live databases is in it: SQLite would read the host's journal into the snapshot.
+ * `DENO_DIR` at the host's path, read-only: the package's parts of the host's cache
+ * (`packageCacheDirs`), over the caches `prepared` for the package (`module_cache.ts`), whose
+ * empty directories at those paths are where the engine mounts them (it mounts a parent before
+ * what is below it, and cannot make a directory in a read-only mount). Never the host's whole
+ * `DENO_DIR`, which holds its other programs' code, nor the journals of its live databases.
  */
-function denoDirBinds(denoDir: string, prepared: string | undefined): string[] {
-  if (!prepared || liveCachesOpen(denoDir)) return [`${denoDir}:${denoDir}:ro`];
-  const dirs = CACHE_DIRECTORIES.filter((d) => {
+function denoDirBinds(
+  denoDir: string,
+  source: PackageSource,
+  prepared: string | undefined,
+): string[] {
+  const isDir = (path: string) => {
     try {
-      return Deno.statSync(join(denoDir, d)).isDirectory;
+      return Deno.statSync(path).isDirectory;
     } catch {
       return false;
     }
-  });
+  };
+  const dirs = packageCacheDirs(source, denoDir).filter((d) =>
+    isDir(join(denoDir, d)) && (!prepared || isDir(join(prepared, d)))
+  );
   return [
-    `${prepared}:${denoDir}:ro`,
+    ...(prepared ? [`${prepared}:${denoDir}:ro`] : []),
     ...dirs.map((d) => `${join(denoDir, d)}:${join(denoDir, d)}:ro`),
   ];
 }
@@ -263,7 +269,7 @@ export function containerBody(inputs: ContainerInputs): Record<string, unknown> 
   const binds = [
     `${Deno.execPath()}:${INSIDE.deno}:ro`,
     ...(inputs.source.dir ? [`${inputs.source.dir}:${inputs.source.dir}:ro`] : []),
-    ...denoDirBinds(inputs.denoDir, inputs.moduleCache),
+    ...denoDirBinds(inputs.denoDir, inputs.source, inputs.moduleCache),
     `${inputs.hostDir}:${INSIDE.host}:ro`,
     ...(inputs.commandsFile ? [`${dirname(inputs.commandsFile)}:${INSIDE.commands}:ro`] : []),
     ...(inputs.egressCaDir ? [`${inputs.egressCaDir}:${EGRESS_CA_INSIDE}:ro`] : []),

@@ -13,9 +13,8 @@
  * | `/dev/shm`             | a fresh tmpfs, no larger than the memory limit               |
  * | `/opt/sandbar/bin/deno`| this Deno, read-only                                         |
  * | the package           | read-only, at its host path (the server runs from there)     |
- * | DENO_DIR               | its host path, read-only: the host's, or when no host process |
- * |                        | has its caches open the host's modules and the package's     |
- * |                        | prepared caches (`module_cache.ts`)                          |
+ * | DENO_DIR               | its host path, read-only: the package's parts of the host's  |
+ * |                        | cache and its prepared snapshots (`module_cache.ts`)         |
  * | `/run/sandbar`         | the policy file, the server's state, the relay's key (once)  |
  * | `/run/sandbar-channel` | the supervisor's socket the relay connects to, read-only     |
  * | `/sys/fs/cgroup/…`     | the sandbox's own cgroup, read-only (its limits)             |
@@ -51,7 +50,7 @@ import type { CgroupRef } from "./cgroup.ts";
 import { MEMINFO_FILE } from "./meminfo.ts";
 import { proxyEnvironment } from "../../../server/egress/bridge.ts";
 import type { PackageSource } from "./package_source.ts";
-import { CACHE_DATABASES, CACHE_DIRECTORIES, liveCachesOpen } from "./module_cache.ts";
+import { CACHE_DATABASES, packageCacheDirs } from "./module_cache.ts";
 import type { Isolation } from "./state.ts";
 
 /** What the launch plan is made from. */
@@ -86,12 +85,12 @@ export interface LaunchInputs {
   policy: Record<string, unknown>;
   /** Where the server and the relay are run from. */
   source: PackageSource;
-  /** Deno's cache directory (mounted read-only inside). */
+  /** Deno's cache directory (the package's parts of it are mounted read-only inside). */
   denoDir: string;
   /**
-   * The snapshots of Deno's cache databases prepared for this package (`module_cache.ts`):
-   * with bubblewrap, the sandbox's `DENO_DIR` is then a read-only tmpfs holding them and the
-   * host's `npm/`, `remote/` and `gen/`, instead of the host's `DENO_DIR` read-only.
+   * The snapshots of Deno's cache databases prepared for this package (`module_cache.ts`): with
+   * bubblewrap, the sandbox's `DENO_DIR` holds them beside the package's parts of the host's
+   * `npm/`, `remote/` and `gen/`; without them, no databases (the server compiles what it loads).
    */
   moduleCache?: string;
   /**
@@ -276,21 +275,24 @@ function cgroupBinds(ref: CgroupRef | undefined): string[] {
 }
 
 /**
- * The sandbox's `DENO_DIR` (bubblewrap's arguments), at the host's path: the host's read-only
- * while a host process has its cache databases open, else, with the snapshots `prepared` for
- * this package, a tmpfs holding them and the host's module directories, all read-only (the tmpfs
- * too, once filled). No `-wal` or `-shm` of the host's live databases is beside the snapshots:
- * SQLite would read the host's journal into them. See `module_cache.ts`.
+ * The sandbox's `DENO_DIR` (bubblewrap's arguments), at the host's path: a tmpfs, read-only once
+ * filled, holding the package's parts of the host's cache (`packageCacheDirs`) and the snapshots
+ * `prepared` for it, never the host's whole `DENO_DIR` (its other programs' code) nor the
+ * journals of its live databases (SQLite would read the host's journal into the snapshots). See
+ * `module_cache.ts`.
  */
-export function denoDirBinds(cache: string, prepared: string | undefined): string[] {
-  if (!prepared || liveCachesOpen(cache)) return ["--ro-bind", cache, cache];
+export function denoDirBinds(
+  cache: string,
+  source: PackageSource,
+  prepared: string | undefined,
+): string[] {
   const args = ["--tmpfs", cache];
-  for (const dir of CACHE_DIRECTORIES) {
+  for (const dir of packageCacheDirs(source, cache)) {
     args.push("--ro-bind-try", join(cache, dir), join(cache, dir));
   }
-  for (const name of CACHE_DATABASES) {
+  for (const name of prepared ? CACHE_DATABASES : []) {
     for (const suffix of ["", "-wal", "-shm"]) {
-      args.push("--ro-bind-try", join(prepared, name + suffix), join(cache, name + suffix));
+      args.push("--ro-bind-try", join(prepared!, name + suffix), join(cache, name + suffix));
     }
   }
   args.push("--remount-ro", cache);
@@ -463,7 +465,7 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     Deno.execPath(),
     INSIDE_DENO,
     ...(pkg ? ["--ro-bind", pkg, pkg] : []),
-    ...denoDirBinds(cache, inputs.moduleCache),
+    ...denoDirBinds(cache, inputs.source, inputs.moduleCache),
     ...(inputs.commandsFile ? ["--ro-bind", dirname(inputs.commandsFile), INSIDE_COMMANDS] : []),
     ...(inputs.egressCaDir ? ["--ro-bind", inputs.egressCaDir, EGRESS_CA_INSIDE] : []),
     ...cgroupBinds(inputs.cgroup),

@@ -24,21 +24,22 @@
  * `SANDBAR_HOME/module-cache/<fingerprint>/`, with empty `-wal` and `-shm` files beside it that
  * nothing ever writes. A sandbox gets a `DENO_DIR` of its own, at the host's path so that every
  * module keeps its name (a code cache entry is found by the module's URL), holding these snapshots
- * and the host's `npm/`, `remote/` and `gen/`, all read-only: a local sandbox's is a tmpfs made
- * read-only once filled (`launch.ts`); a container's is this directory itself, whose empty `npm/`,
- * `remote/` and `gen/` the engine binds the host's over (`docker/launch.ts`).
+ * and the package's parts of the host's `npm/`, `remote/` and `gen/` (`packageCacheDirs`), all
+ * read-only: a local sandbox's is a tmpfs made read-only once filled (`launch.ts`); a container's
+ * is this directory itself, whose empty directories at those paths the engine binds the host's
+ * over (`docker/launch.ts`).
  *
- * Read-only, the snapshots cost more than the live databases while a host process keeps those
- * open (measured, a local sandbox's create to its first command's result p50 ~10 ms more, and
- * ~20 ms more CPU: SQLite cannot keep its page cache between lookups without a writable `-shm`).
- * So a sandbox whose host has them open at its start (the creating program, a Deno process,
- * usually does) gets the host's `DENO_DIR` read-only, as before, and the snapshots are for the
- * others (a creator that is not Deno, a pool filled in the background, a sandbox started again).
+ * A sandbox never gets the host's `DENO_DIR` itself, though its live databases are a little
+ * faster to read (measured, ~10 ms to a local sandbox's first command's result: SQLite cannot
+ * keep its page cache between lookups without a writable `-shm`). That directory holds every
+ * program the host's user ran with Deno: their emitted JavaScript under `gen/file/`, their
+ * downloads under `remote/`, their compiled code, string constants and all, in the code cache.
+ * None of it is the sandbox's to read. `packageCacheDirs` names what it gets.
  *
  * A stale entry is never used: each row carries the hash of the source it was made from, which
  * Deno compares before using it (and V8 checks its own version and flags), and a changed package
  * gets a snapshot of its own. A failure costs start time and memory only, so it is not an error:
- * the sandbox then gets the host's `DENO_DIR` read-only, as before.
+ * the sandbox then gets no databases, and its server compiles what it loads.
  *
  * @module
  */
@@ -77,46 +78,43 @@ export const CACHE_DATABASES: readonly string[] = [
 ];
 
 /**
- * Whether some process on the host has Deno's cache databases in `denoDir` open now: each has
- * its `-wal`, and its `-shm` is locked (every SQLite connection holds a lock on it, which
- * `/proc/locks` lists; a `-shm` a process left behind holds none). A sandbox can then read the
- * live ones, and does (see the module doc). Where `/proc/locks` cannot be read, the files alone.
+ * The parts of the host's `DENO_DIR` a sandbox of `source` reads, relative to it: the npm
+ * packages, and the package's own modules, downloaded (by URL: `remote/` and `gen/` of its host)
+ * or emitted (a checkout: the directories of `gen/file/<package>`, by the path as given and as
+ * resolved). Nothing else: the rest of `gen/` and `remote/` holds the host's other programs, and
+ * the live databases their code cache; a sandbox reads this package's rows of those, copied
+ * (the snapshots).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { packageCacheDirs } from "./module_cache.ts";
+ * const source = { dir: null, module: (p: string) => `https://jsr.io/@sandbar/sandbar/1.0.0/${p}`, runFlags: [] };
+ * assert.deepEqual(packageCacheDirs(source, "/nowhere"), ["npm", "remote/https/jsr.io", "gen/https/jsr.io"]);
+ * ```
  */
-export function liveCachesOpen(denoDir: string): boolean {
-  const locked = lockedFiles();
-  return CACHE_DATABASES.every((name) => {
-    try {
-      const shm = Deno.statSync(join(denoDir, `${name}-shm`));
-      if (!Deno.statSync(join(denoDir, `${name}-wal`)).isFile || !shm.isFile) return false;
-      return locked === null || locked.has(fileId(shm.dev, shm.ino ?? 0));
-    } catch {
-      return false;
-    }
-  });
-}
-
-/** The files some process holds a lock on, as `/proc/locks` names them, or null. */
-function lockedFiles(): Set<string> | null {
-  let text: string;
-  try {
-    text = Deno.readTextFileSync("/proc/locks");
-  } catch {
-    return null;
+export function packageCacheDirs(source: PackageSource, denoDir: string): string[] {
+  const dirs = ["npm"];
+  if (source.dir === null) {
+    const url = new URL(source.module(""));
+    // Deno's name for a host with a port: `127.0.0.1_PORT4545`.
+    const host = url.port ? `${url.hostname}_PORT${url.port}` : url.hostname;
+    const scheme = url.protocol.slice(0, -1);
+    return [...dirs, `remote/${scheme}/${host}`, `gen/${scheme}/${host}`];
   }
-  // `1: POSIX  ADVISORY  READ 28707 fe:00:16042560 128 128`: major:minor (hex), inode.
-  return new Set(text.split("\n").map((line) => line.trim().split(/\s+/)[5]).filter(Boolean));
+  for (const path of new Set([source.dir, realPath(source.dir)])) {
+    const emits = join("gen/file", path);
+    try {
+      // Its directories, not the files beside them: `$deno$eval.mts.js` is a host program's.
+      for (const e of Deno.readDirSync(join(denoDir, emits))) {
+        if (e.isDirectory) dirs.push(join(emits, e.name));
+      }
+    } catch {
+      // Nothing emitted yet: the server transpiles what it loads.
+    }
+  }
+  return dirs;
 }
-
-/** A file's device and inode as `/proc/locks` writes them. */
-function fileId(dev: number, ino: number): string {
-  const major = (dev >> 8) & 0xfff;
-  const minor = (dev & 0xff) | ((dev >> 12) & 0xfff00);
-  const hex = (n: number) => n.toString(16).padStart(2, "0");
-  return `${hex(major)}:${hex(minor)}:${ino}`;
-}
-
-/** The directories of `DENO_DIR` a sandbox reads from the host: packages, remote modules, emits. */
-export const CACHE_DIRECTORIES: readonly string[] = ["npm", "remote", "gen"];
 
 /** Where a snapshot is made before it is renamed into place. */
 const TEMP_PREFIX = ".new-";
@@ -167,7 +165,9 @@ async function prepare(
     }
     // Where a container's engine binds the host's directories over (`containerBody`): it cannot
     // make them in a read-only mount.
-    for (const name of CACHE_DIRECTORIES) await Deno.mkdir(join(temp, name));
+    for (const d of packageCacheDirs(source, denoDir)) {
+      await Deno.mkdir(join(temp, d), { recursive: true });
+    }
     // Another process may have made it meanwhile: theirs is as good. What is there otherwise
     // is half made, or an earlier version's stamp file.
     if (!await complete(dir)) await Deno.remove(dir, { recursive: true }).catch(() => {});
@@ -192,7 +192,7 @@ async function prepare(
   return await complete(dir) ? dir : null;
 }
 
-/** Whether `dir` holds every snapshot with its two files, and the empty directories. */
+/** Whether `dir` holds every snapshot with its two files (renamed into place once whole). */
 async function complete(dir: string): Promise<boolean> {
   const is = (path: string, kind: "isFile" | "isDirectory") =>
     Deno.stat(path).then((i) => i[kind], () => false);
@@ -201,7 +201,6 @@ async function complete(dir: string): Promise<boolean> {
       if (!await is(join(dir, name + suffix), "isFile")) return false;
     }
   }
-  for (const name of CACHE_DIRECTORIES) if (!await is(join(dir, name), "isDirectory")) return false;
   return true;
 }
 
