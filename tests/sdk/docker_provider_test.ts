@@ -111,6 +111,8 @@ Deno.test({
     assert.equal(seen.exitCode, 0, seen.stdout);
     const [top, ...levels] = seen.stdout.trim().split("\n").map((l) => l.trim().split(" "));
     assert.ok(top.includes("gen") && !top.includes("remote"), seen.stdout);
+    // The snapshots prepared for the package are the code cache it reads (`module_cache.ts`).
+    assert.ok(top.includes("v8_code_cache_v2"), seen.stdout);
     assert.deepEqual(levels, pkg.split("/").filter(Boolean).map((c) => [c]), seen.stdout);
     await sandbox.files.write("data.txt", "hello");
     assert.equal(await sandbox.files.read("/home/user/data.txt"), "hello");
