@@ -217,6 +217,16 @@ function cacheArgs(source: PackageSource, dir: string): string[] {
   ];
 }
 
+/**
+ * The loader: imports the modules named on its command line (by URL) and exits. The modules are
+ * imported, not run: the server's entry point serves only as the main module, and the relay does
+ * nothing without its variables. A `data:` URL rather than a module of the package, whose
+ * import of a name known only at run time `deno publish` would warn about.
+ */
+const LOADER = `data:application/javascript,${
+  encodeURIComponent("for (const m of Deno.args) await import(m); Deno.exit(0);")
+}`;
+
 /** `deno run` of the loader over the start path, with the server's flags and configuration. */
 function loadArgs(source: PackageSource): string[] {
   return [
@@ -228,8 +238,11 @@ function loadArgs(source: PackageSource): string[] {
     ...(source.dir !== null
       ? ["--config", join(source.dir, "deno.json")]
       : source.runFlags.filter((f) => !f.startsWith("--allow-"))),
-    source.module("sdk/providers/local/module_load.ts"),
-    ...START_MODULES.map((m) => source.module(m)),
+    LOADER,
+    ...START_MODULES.map((m) => {
+      const module = source.module(m);
+      return source.dir !== null ? pathToFileURL(module).href : module;
+    }),
   ];
 }
 

@@ -70,8 +70,6 @@ export const SANDBOX_MODULES = [
   "sdk/providers/local/pool_fill.ts",
   "server/confine/spawner_worker.ts",
   "server/files/regex_worker.ts",
-  // Run on the host to fill the V8 code cache a sandbox reads (`module_cache.ts`).
-  "sdk/providers/local/module_load.ts",
 ];
 
 const cached = new Set<string>();
