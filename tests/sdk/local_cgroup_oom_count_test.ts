@@ -46,7 +46,10 @@ async function oomKillIn(parent: string, name: string): Promise<string> {
   Deno.writeTextFileSync(join(dir, "memory.limit_in_bytes"), `${16 << 20}`);
   try {
     Deno.writeTextFileSync(join(dir, "memory.memsw.limit_in_bytes"), `${16 << 20}`);
-  } catch { /* swap not accounted here */ }
+  } catch {
+    // Swap not accounted here: keep the allocation out of swap, as the sandbox's limits do.
+    Deno.writeTextFileSync(join(dir, "memory.swappiness"), "0");
+  }
   const child = new Deno.Command("/bin/sh", {
     args: [
       "-c",
