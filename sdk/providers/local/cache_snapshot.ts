@@ -8,8 +8,6 @@
  * @module
  */
 
-import { DatabaseSync } from "node:sqlite";
-
 /**
  * Copy into a new database `to` the tables of `from`, with the rows whose `specifier` starts
  * with one of `prefixes` (every row of a table without one, such as Deno's version in `info`).
@@ -26,7 +24,7 @@ import { DatabaseSync } from "node:sqlite";
  * live.exec("INSERT INTO info VALUES ('CLI_VERSION', '2.9.6')");
  * live.exec("INSERT INTO codecache VALUES ('file:///pkg/a.ts', x'01'), ('file:///other/b.ts', x'02')");
  * live.close();
- * snapshotDatabase(`${dir}/live`, `${dir}/snap`, ["file:///pkg/"]);
+ * await snapshotDatabase(`${dir}/live`, `${dir}/snap`, ["file:///pkg/"]);
  * const snap = new DatabaseSync(`${dir}/snap`, { readOnly: true });
  * assert.deepEqual(snap.prepare("SELECT specifier FROM codecache").all().map((r) => r.specifier), [
  *   "file:///pkg/a.ts",
@@ -37,7 +35,14 @@ import { DatabaseSync } from "node:sqlite";
  * await Deno.remove(dir, { recursive: true });
  * ```
  */
-export function snapshotDatabase(from: string, to: string, prefixes: readonly string[]): void {
+export async function snapshotDatabase(
+  from: string,
+  to: string,
+  prefixes: readonly string[],
+): Promise<void> {
+  // Imported here, not at the top: the SDK's client parts are bundled for Node 20, which has no
+  // `node:sqlite`, and a bundler hoists a static import of it into the bundle's first line.
+  const { DatabaseSync } = await import("node:sqlite");
   const db = new DatabaseSync(to);
   try {
     db.prepare("ATTACH DATABASE ? AS live").run(from);

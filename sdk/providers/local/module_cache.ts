@@ -161,7 +161,7 @@ async function prepare(
     for (const name of CACHE_DATABASES) {
       const from = join(denoDir, name);
       if (!await Deno.stat(from).then(() => true, () => false)) continue;
-      snapshotDatabase(from, join(temp, name), prefixes);
+      await snapshotDatabase(from, join(temp, name), prefixes);
     }
     // Where a container's engine binds the host's directories over (`containerBody`): it cannot
     // make them in a read-only mount.
