@@ -9,7 +9,7 @@
  * | ----------------------- | ---------------------------------------------------------------- |
  * | `/opt/sandbar/bin/deno` | this Deno, read-only                                             |
  * | the package             | read-only, at its host path                                      |
- * | DENO_DIR                | at its host path, read-only: the host's, or when no host process has its caches open the package's prepared ones (`module_cache.ts`) with the host's module directories |
+ * | DENO_DIR                | at its host path, read-only: the package's prepared caches (`module_cache.ts`) and its part of the host's module directories, nothing of the host's other programs |
  * | `/run/sandbar-host`     | the sandbox's host directory, read-only: the policy, the end of its lifetime, the SDK processes' sockets, the egress proxy's socket |
  * | `/run/sandbar`          | a tmpfs: the server's state                                      |
  * | `/home/user`            | the working directory (the server's root)                        |
