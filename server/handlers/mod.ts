@@ -15,76 +15,54 @@
 
 import { coreHandlers } from "./core/index.ts";
 import { processHandlers } from "./process/index.ts";
-import { ENDPOINT_ROWS, type EndpointId } from "../endpoints.ts";
+import { ENDPOINT_ROWS, type EndpointGroup, type EndpointId, type GroupId } from "../endpoints.ts";
 import { groupOnFirstUse } from "./lazy.ts";
 import type { GroupHandlers, HandlerMap } from "../pipeline/handler.ts";
 
-/** The browser group, loaded on its first request. */
-const browserHandlers = groupOnFirstUse(
-  ENDPOINT_ROWS.browser.map((row) => row[0]),
-  async () => (await import("./browser/index.ts")).browserHandlers,
-);
+/** The groups whose code loads on their first request: all but core and process. */
+type LazyGroup = Exclude<EndpointGroup, "core" | "process">;
 
-/** The agents group (`/v1/`), loaded on its first request. */
-const agentsHandlers = groupOnFirstUse(
-  ENDPOINT_ROWS.agents.map((row) => row[0]),
-  async () => (await import("../agents/handlers.ts")).agentsHandlers,
-);
+/**
+ * How each of those groups gets its handlers. Each import names its module literally, so that
+ * Deno's module graph (type checks, `deno cache`, `deno publish`) still sees it.
+ */
+const LOADERS: { readonly [G in LazyGroup]: () => Promise<HandlerMap<GroupId<G>>> } = {
+  commands: async () => (await import("./named_commands/index.ts")).commandsHandlers,
+  file_ops: async () => (await import("./file_ops/index.ts")).fileOpsHandlers,
+  terminal: async () => (await import("./terminal/index.ts")).terminalHandlers,
+  system: async () => (await import("./system/index.ts")).systemHandlers,
+  dev_tools: async () => (await import("./dev_tools/index.ts")).devToolsHandlers,
+  browser: async () => (await import("./browser/index.ts")).browserHandlers,
+  agents: async () => (await import("../agents/handlers.ts")).agentsHandlers,
+};
 
-/** The files group, loaded on its first request. */
-const fileOpsHandlers = groupOnFirstUse(
-  ENDPOINT_ROWS.file_ops.map((row) => row[0]),
-  async () => (await import("./file_ops/index.ts")).fileOpsHandlers,
-);
-
-/** The terminal group, loaded on its first request. */
-const terminalHandlers = groupOnFirstUse(
-  ENDPOINT_ROWS.terminal.map((row) => row[0]),
-  async () => (await import("./terminal/index.ts")).terminalHandlers,
-);
-
-/** The system group, loaded on its first request. */
-const systemHandlers = groupOnFirstUse(
-  ENDPOINT_ROWS.system.map((row) => row[0]),
-  async () => (await import("./system/index.ts")).systemHandlers,
-);
-
-/** The dev tools group (git, code runs), loaded on its first request. */
-const devToolsHandlers = groupOnFirstUse(
-  ENDPOINT_ROWS.dev_tools.map((row) => row[0]),
-  async () => (await import("./dev_tools/index.ts")).devToolsHandlers,
-);
-
-/** The named commands group, loaded on its first request. */
-const commandsHandlers = groupOnFirstUse(
-  ENDPOINT_ROWS.commands.map((row) => row[0]),
-  async () => (await import("./named_commands/index.ts")).commandsHandlers,
-);
+/** A group's handlers, one for each of its ids in the endpoint table, loaded on first use. */
+function onFirstRequest<G extends LazyGroup>(group: G): GroupHandlers<GroupId<G>> {
+  const ids = ENDPOINT_ROWS[group].map((row) => row[0]) as GroupId<G>[];
+  return groupOnFirstUse(ids, LOADERS[group]);
+}
 
 /** All handlers: every group is complete, which the type check enforces. */
 export const HANDLERS: HandlerMap = {
   ...coreHandlers,
-  ...commandsHandlers,
-  ...fileOpsHandlers,
+  ...onFirstRequest("commands"),
+  ...onFirstRequest("file_ops"),
   ...processHandlers,
-  ...systemHandlers,
-  ...devToolsHandlers,
-  ...terminalHandlers,
-  ...browserHandlers,
-  ...agentsHandlers,
+  ...onFirstRequest("system"),
+  ...onFirstRequest("dev_tools"),
+  ...onFirstRequest("terminal"),
+  ...onFirstRequest("browser"),
+  ...onFirstRequest("agents"),
 } satisfies GroupHandlers<EndpointId>;
 
+/** The groups most sandboxes use soon after they start. */
+const USED_SOON: readonly LazyGroup[] = ["file_ops", "terminal", "system", "dev_tools", "commands"];
+
 /**
- * Load the groups above that most sandboxes use soon (files, terminal, system, dev tools, named
- * commands), so that their first request does not: for a server with time to spare before its
- * first caller, such as a pooled one waiting for its claim.
+ * Load the groups that most sandboxes use soon ({@linkcode USED_SOON}), so that their first
+ * request does not: for a server with time to spare before its first caller, such as a pooled one
+ * waiting for its claim.
  */
 export async function groupsUsedSoon(): Promise<void> {
-  await Promise.all([
-    import("./file_ops/index.ts"),
-    import("./terminal/index.ts"),
-    import("./system/index.ts"),
-    import("./dev_tools/index.ts"),
-    import("./named_commands/index.ts"),
-  ]);
+  await Promise.all(USED_SOON.map((group) => LOADERS[group]()));
 }

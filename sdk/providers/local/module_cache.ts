@@ -46,6 +46,7 @@
 
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { realPathOr } from "../../../shared/real_path.ts";
 import { SERVER_RUNTIME_FLAGS } from "../../../server/launch.ts";
 import { type PackageSource, SANDBOX_MODULES } from "./package_source.ts";
 import { packageFingerprint } from "./pool.ts";
@@ -102,7 +103,7 @@ export function packageCacheDirs(source: PackageSource, denoDir: string): string
     const scheme = url.protocol.slice(0, -1);
     return [...dirs, `remote/${scheme}/${host}`, `gen/${scheme}/${host}`];
   }
-  for (const path of new Set([source.dir, realPath(source.dir)])) {
+  for (const path of new Set([source.dir, realPathOr(source.dir)])) {
     const emits = join("gen/file", path);
     try {
       // Its directories, not the files beside them: `$deno$eval.mts.js` is a host program's.
@@ -271,16 +272,8 @@ function modulePrefixes(source: PackageSource, denoDir: string): string[] {
     // Deno's own modules loaded on demand (its Node compatibility layer: `node:url`, …).
     "ext:",
   ];
-  for (const path of new Set([denoDir, realPath(denoDir)])) {
+  for (const path of new Set([denoDir, realPathOr(denoDir)])) {
     prefixes.push(`${pathToFileURL(path).href}/`);
   }
   return prefixes;
-}
-
-function realPath(path: string): string {
-  try {
-    return Deno.realPathSync(path);
-  } catch {
-    return path;
-  }
 }

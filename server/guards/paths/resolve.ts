@@ -30,6 +30,7 @@ import type { ServerState } from "../../state.ts";
 import { type EntryStat, PinnedDirectory, WithheldFileError } from "../../files/pinned_dir.ts";
 import { withheldTreeOf } from "../../files/withheld.ts";
 import { decidePath, isWithin, type PathOperation } from "./index.ts";
+import { realPathOr } from "../../../shared/real_path.ts";
 
 export type { PathOperation } from "./index.ts";
 
@@ -75,14 +76,6 @@ function anchorOf(allow: readonly string[], path: string): string | undefined {
 // sandbox's local file system, while the async forms cost a hop to Deno's blocking pool and
 // back per call (~30 µs here), several per request on every path-taking endpoint, a shell's
 // cwd included (see scripts/bench/process.ts).
-
-function realTree(tree: string): string {
-  try {
-    return Deno.realPathSync(tree);
-  } catch {
-    return tree;
-  }
-}
 
 function lstatOrNull(path: string): Deno.FileInfo | null {
   try {
@@ -202,10 +195,10 @@ export function resolveGuardedPath(
   const requested = lexical.path!;
   const followFinal = options.followFinal ?? op !== "delete";
   const anchor = anchorOf(settings.allow, requested)!;
-  const realAnchor = realTree(anchor);
+  const realAnchor = realPathOr(anchor);
   const trees: Tree[] = settings.allow.map((policy) => ({
     policy,
-    real: policy === anchor ? realAnchor : realTree(policy),
+    real: policy === anchor ? realAnchor : realPathOr(policy),
   }));
   const mode = settings.symlinks;
 
