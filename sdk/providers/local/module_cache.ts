@@ -195,11 +195,10 @@ async function prepare(
 
 /** Whether `dir` holds every snapshot with its two files (renamed into place once whole). */
 async function complete(dir: string): Promise<boolean> {
-  const is = (path: string, kind: "isFile" | "isDirectory") =>
-    Deno.stat(path).then((i) => i[kind], () => false);
   for (const name of CACHE_DATABASES) {
     for (const suffix of ["", "-wal", "-shm"]) {
-      if (!await is(join(dir, name + suffix), "isFile")) return false;
+      const file = await Deno.stat(join(dir, name + suffix)).catch(() => null);
+      if (!file?.isFile) return false;
     }
   }
   return true;
