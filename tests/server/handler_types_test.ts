@@ -64,7 +64,7 @@ Deno.test("deno check fails on a misspelled or a missing handler id", async () =
       "process_gte: processGet,",
     ),
     "missing.ts": replaceOnce(processMap, "  process_get: processGet,\n", ""),
-    "group_left_out.ts": replaceOnce(all, "  ...browserHandlers,\n", ""),
+    "group_left_out.ts": replaceOnce(all, '  ...onFirstRequest("browser"),\n', ""),
   });
   assert.equal(result.ok, false, "the wrong maps type-check");
   const errors = result.output.split(/\n(?=TS\d+ )/);
