@@ -25,8 +25,19 @@ export interface SpawnedSupervisor {
   forked: boolean;
 }
 
-// The supervisor reads /proc (pause, kill), which Deno allows only with --allow-all.
-const FLAGS = ["run", "-A", "--no-config", "--no-lock", "--no-prompt"];
+// The supervisor reads /proc (pause, kill), which Deno allows only with --allow-all. Without
+// `--unstable-lazy-dynamic-imports` Deno loads every module a dynamic import names before the
+// first line runs: for the supervisor that is the egress proxy and its X.509 library (about 60
+// files), which only a sandbox with a `network` section imports; with it the supervisor's start
+// is about 4 ms shorter (median of 12, 33.5 against 30 ms to exit, Deno's own floor 16 ms).
+const FLAGS = [
+  "run",
+  "-A",
+  "--no-config",
+  "--no-lock",
+  "--no-prompt",
+  "--unstable-lazy-dynamic-imports",
+];
 
 /**
  * Start `deno run supervisor.ts ARGS…` detached; `script` is a path or a URL, `flags` extra
