@@ -151,7 +151,11 @@ export type {
   SandboxHandle,
   SandboxProvider,
 } from "./providers/types.ts";
-export { DockerProvider, type DockerProviderOptions } from "./providers/docker/index.ts";
+export {
+  type DockerCreateStep,
+  DockerProvider,
+  type DockerProviderOptions,
+} from "./providers/docker/index.ts";
 export {
   Engine,
   type EngineAddress,

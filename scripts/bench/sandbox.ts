@@ -28,8 +28,10 @@
  * beside a local one, interleaved in the same run, against the floor of a bare `docker run
  * <image> true` through the Engine API (create, start, wait for its exit) of the same image
  * (goal: docker sandbox p50 within 1.5x the bare run), and one server process's start on the host
- * to its listening line (the floor of any design that runs the server: bare run + server start).
- * It uses the engine `DOCKER_HOST` names when it has the image `SANDBAR_BENCH_IMAGE` (default the
+ * to its listening line (the floor of any design that runs the server: bare run + server start),
+ * and where the docker sandbox's time goes: the p50 end of each step of its create (the
+ * provider's `onCreateStep`: engine create, attach, start, the relay in, the server's listening
+ * line, its `/capabilities` answer) and of its first command, since the create began. It uses the engine `DOCKER_HOST` names when it has the image `SANDBAR_BENCH_IMAGE` (default the
  * tests' base image), else starts a `dockerd` of its own under a temp directory with the tests'
  * base image, stopped after.
  *
@@ -588,7 +590,14 @@ export async function dockerCreate(runs: number): Promise<void> {
     host = own.host;
   }
   const engine = new Engine(engineAddress(host));
-  const docker = new DockerProvider({ host });
+  // Where a create's time goes: when each of its steps ended, in ms since its start.
+  let steps = new Map<string, number>();
+  let t0 = 0;
+  const docker = new DockerProvider({
+    host,
+    onCreateStep: (step) => steps.has(step) || steps.set(step, performance.now() - t0),
+  });
+  const stepTimes = new Map<string, number[]>();
   const local = new LocalProvider();
   const n = Math.min(runs, 10);
   const bare: number[] = [];
@@ -600,7 +609,14 @@ export async function dockerCreate(runs: number): Promise<void> {
   try {
     for (let i = 0; i < WARMUP + n; i++) {
       const b = await bareDockerRun(engine, image);
-      const d = await createToFirst(() => Sandbox.create(image, { provider: docker }));
+      steps = new Map();
+      t0 = performance.now();
+      const d = await createToFirst(async () => {
+        const sandbox = await Sandbox.create(image, { provider: docker });
+        steps.set("create returned", performance.now() - t0);
+        return sandbox;
+      });
+      steps.set("first command's result", d);
       const l = await createToFirst(() => Sandbox.create({ provider: local }));
       // What any design that runs the server pays on top of the container: one server process
       // (as a sandbox runs it: --no-narrow) to its listening line, here on the host.
@@ -611,6 +627,7 @@ export async function dockerCreate(runs: number): Promise<void> {
       if (i < WARMUP) continue;
       bare.push(b);
       inDocker.push(d);
+      for (const [step, at] of steps) stepTimes.set(step, [...(stepTimes.get(step) ?? []), at]);
       inLocal.push(l);
       server.push(s.ms);
     }
@@ -647,6 +664,17 @@ export async function dockerCreate(runs: number): Promise<void> {
       (floor / percentile(bare, 0.5)).toFixed(2)
     }x the bare run, before any first command`,
   );
+  // Each step's p50 end since the create began, in order, and the gap from the step before.
+  console.log("docker sandbox's steps (DockerCreateStep), p50 since create began:");
+  const ordered = [...stepTimes].map(([step, v]) => [step, percentile(v, 0.5)] as const)
+    .sort((a, b) => a[1] - b[1]);
+  let before = 0;
+  for (const [step, at] of ordered) {
+    console.log(
+      `  ${step.padEnd(24)} ${at.toFixed(0).padStart(5)} ms  (+${(at - before).toFixed(0)})`,
+    );
+    before = at;
+  }
 }
 
 const SECTIONS: Record<string, (runs: number) => Promise<void>> = {

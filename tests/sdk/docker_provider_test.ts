@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
   buildTemplate,
+  type DockerCreateStep,
   DockerProvider,
   ProviderFeatureNotSupportedError,
   Sandbox,
@@ -227,6 +228,38 @@ Deno.test({
     await assert.rejects(Sandbox.connect(id, { provider: "docker" }), SandboxNotFoundError);
     assert.equal(await Sandbox.killById(id, { provider: "docker" }), false);
     await Deno.remove(join(home, "docker", id), { recursive: true }).catch(() => {});
+  },
+});
+
+Deno.test({
+  name: "docker: a create reports each of its steps once, in order, with the sandbox's id",
+  ignore,
+  async fn() {
+    await setUp();
+    const seen: [DockerCreateStep, string][] = [];
+    const traced = new DockerProvider({
+      host: engine!.host,
+      home,
+      onCreateStep: (step, id) => seen.push([step, id]),
+    });
+    try {
+      await using sandbox = await Sandbox.create(BASE_IMAGE, { provider: traced, timeout: 60 });
+      assert.ok(seen.every(([, id]) => id === sandbox.id), JSON.stringify(seen));
+      const steps = seen.map(([step]) => step);
+      assert.deepEqual(
+        [...steps].sort(),
+        ["attached", "checked", "created", "listening", "prepared", "probed", "relay", "started"],
+      );
+      // The engine's calls one after another; the container's lines and the relay come as it
+      // starts; the check through the relay last.
+      assert.deepEqual(steps.slice(0, 3), ["prepared", "created", "attached"]);
+      assert.equal(steps.at(-1), "checked");
+      seen.length = 0;
+      await sandbox.commands.run("true");
+      assert.deepEqual(seen, [], "only a create reports steps");
+    } finally {
+      traced.engine.close();
+    }
   },
 });
 

@@ -67,7 +67,37 @@ export interface DockerProviderOptions {
   host?: string;
   /** Where sandboxes' host directories live; default `$SANDBAR_HOME`, else `~/.local/state/sandbar`. */
   home?: string;
+  /**
+   * Called as each step of a create ends, with the new sandbox's id (for timing where a create's
+   * time goes: `scripts/bench/sandbox.ts --only docker` prints the medians). It must not throw.
+   */
+  onCreateStep?: (step: DockerCreateStep, sandboxId: string) => void;
 }
+
+/**
+ * The steps of a docker sandbox's create, in the order they usually end (`probed`, `relay` and
+ * `listening` come from the container as it starts, so they may come before `started`).
+ *
+ * | step        | ended when                                                                  |
+ * | ----------- | --------------------------------------------------------------------------- |
+ * | `prepared`  | the image is checked and the host directory, policy and caches are ready     |
+ * | `created`   | the engine's `POST /containers/create` answered                              |
+ * | `attached`  | the attach to the container is open and the tokens are written on its stdin  |
+ * | `started`   | the engine's `POST /containers/{id}/start` answered                          |
+ * | `probed`    | the start script's line naming what the image has arrived                    |
+ * | `relay`     | the relay preloaded into the server connected to this process's socket       |
+ * | `listening` | the server's listening line arrived                                          |
+ * | `checked`   | the server answered `/capabilities` through the relay (create returns next)  |
+ */
+export type DockerCreateStep =
+  | "prepared"
+  | "created"
+  | "attached"
+  | "started"
+  | "probed"
+  | "relay"
+  | "listening"
+  | "checked";
 
 const RESERVED_ENV = /^(SVC_SERVER_TOKEN|SANDBAR_.*|DENO_DIR)$/;
 const DEFAULT_START_TIMEOUT = 60;
@@ -142,6 +172,7 @@ export class DockerProvider implements SandboxProvider {
   /** Where sandboxes' host directories live. */
   readonly home: string;
   readonly #sandbarHome: string;
+  readonly #onStep: (step: DockerCreateStep, sandboxId: string) => void;
 
   /** Make the provider (nothing is contacted until a call). */
   constructor(options: DockerProviderOptions = {}) {
@@ -149,6 +180,7 @@ export class DockerProvider implements SandboxProvider {
     this.engine = new Engine(engineAddress(host));
     this.#sandbarHome = options.home ?? sandbarHome();
     this.home = join(this.#sandbarHome, "docker");
+    this.#onStep = options.onCreateStep ?? (() => {});
   }
 
   #requireLocal(): void {
@@ -322,6 +354,7 @@ export class DockerProvider implements SandboxProvider {
       ]),
     };
     const name = containerName(id);
+    const step = (s: DockerCreateStep) => this.#onStep(s, id);
     if (egressDir && network) {
       // Started beside the container, ready before create returns: the relay's bridge dials
       // its socket only when something inside reaches out. The engine binds the CA directory,
@@ -368,6 +401,7 @@ export class DockerProvider implements SandboxProvider {
       disk: request.disk,
       egressCaDir: network?.secrets?.length ? join(hostDir, EGRESS_CA_DIR) : undefined,
     });
+    step("prepared");
     try {
       await this.engine.call("POST", "/containers/create", { query: { name }, body });
     } catch (e) {
@@ -385,6 +419,7 @@ export class DockerProvider implements SandboxProvider {
       }
       throw e;
     }
+    step("created");
     const secure = labels["sandbar.secure"] === "1";
     const { channel, ready } = DockerChannel.listen(
       join(hostDir, "sock", socketName),
@@ -397,12 +432,14 @@ export class DockerProvider implements SandboxProvider {
       },
     );
     CHANNELS.set(id, ready);
-    ready.catch(() => CHANNELS.delete(id));
+    ready.then(() => step("relay"), () => CHANNELS.delete(id));
     let startup: Startup | undefined;
     try {
-      startup = await Startup.attach(this.engine, name);
+      startup = await Startup.attach(this.engine, name, step);
       await startup.sendTokens(serverToken, accessToken, relayKey);
+      step("attached");
       await this.engine.call("POST", `/containers/${name}/start`, { accept: [304] });
+      step("started");
       const deadline = Date.now() + (request.requestTimeout ?? DEFAULT_START_TIMEOUT) * 1000;
       // The relay connects before the server loads; the container's end fails both. The
       // keeper, once ready, waits on the container from now, ending with it.
@@ -412,7 +449,7 @@ export class DockerProvider implements SandboxProvider {
         startup.wait(id, deadline),
         keeper && egressDir ? keeper.then(() => watchKeeper(egressDir, id)) : null,
       ]);
-      return await this.#handle(id, labels, "running", deadline, startup);
+      return await this.#handle(id, labels, "running", deadline, startup, () => step("checked"));
     } catch (e) {
       // Not connected yet: nothing else would close the socket (create's cleanup closes a
       // channel that is in).
@@ -451,6 +488,7 @@ export class DockerProvider implements SandboxProvider {
     status: string,
     deadline: number,
     startup?: Startup,
+    checked?: () => void,
   ): Promise<SandboxHandle> {
     const channel = await this.#channel(id, labels, deadline);
     const secure = labels["sandbar.secure"] === "1";
@@ -469,6 +507,7 @@ export class DockerProvider implements SandboxProvider {
       deadline,
       startup,
     );
+    checked?.();
     const info = await infoOf(id, labels, status, true);
     info.envdUrl = portAddress(9000).url;
     return {

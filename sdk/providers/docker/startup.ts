@@ -25,18 +25,27 @@ const PROBE = /^sandbar-probe(.*)$/m;
 /** An attach to a container that has not started yet. */
 export class Startup {
   readonly #stream: HijackedStream;
+  readonly #step: (step: "probed" | "listening") => void;
   #output = "";
   /** What the image has (`code`, `browser`) once the server listens; rejects if it ends first. */
   readonly listening: Promise<Set<string>>;
 
-  private constructor(stream: HijackedStream) {
+  private constructor(stream: HijackedStream, step: (step: "probed" | "listening") => void) {
     this.#stream = stream;
+    this.#step = step;
     this.listening = this.#watch();
     this.listening.catch(() => {});
   }
 
-  /** Attach to `container`'s stdin, stdout and stderr (before its start). */
-  static async attach(engine: Engine, container: string): Promise<Startup> {
+  /**
+   * Attach to `container`'s stdin, stdout and stderr (before its start); `step` hears when the
+   * probe line and the listening line arrive.
+   */
+  static async attach(
+    engine: Engine,
+    container: string,
+    step: (step: "probed" | "listening") => void = () => {},
+  ): Promise<Startup> {
     const stream = await engine.hijack(`/containers/${container}/attach`, undefined, {
       stream: 1,
       stdin: 1,
@@ -44,7 +53,7 @@ export class Startup {
       stderr: 1,
     });
     stream.unref();
-    return new Startup(stream);
+    return new Startup(stream, step);
   }
 
   /** Write the tokens and the relay's key on the container's stdin and end it. */
@@ -57,14 +66,22 @@ export class Startup {
 
   async #watch(): Promise<Set<string>> {
     const decoder = new TextDecoder();
+    let probed = false;
+    let listening = false;
     while (true) {
       const frame = await this.#stream.frame();
       if (!frame) break;
       this.#output = (this.#output + decoder.decode(frame.data, { stream: true })).slice(-8000);
       const probe = PROBE.exec(this.#output);
-      if (probe && LISTENING.test(this.#output)) {
-        return new Set(probe[1].split(" ").filter((n) => n));
+      if (probe && !probed) {
+        probed = true;
+        this.#step("probed");
       }
+      if (!listening && LISTENING.test(this.#output)) {
+        listening = true;
+        this.#step("listening");
+      }
+      if (probe && listening) return new Set(probe[1].split(" ").filter((n) => n));
     }
     throw new SandboxError(`The docker sandbox did not start: ${this.#output.trim()}`.trim(), {
       suggestion: "The image needs glibc and /bin/sh; the message ends with what it printed.",
