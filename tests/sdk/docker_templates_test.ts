@@ -158,3 +158,53 @@ Deno.test({
     await provider.engine.call("DELETE", `/volumes/${volume}`);
   },
 });
+
+Deno.test({
+  name: "docker: an image is probed by its first sandbox only; another image, or variables that " +
+    "change what the probe finds, are probed again",
+  ignore,
+  async fn() {
+    await setUp();
+    // Its python3 counts its runs in the container's own file system (each sandbox starts from
+    // the image's, with none).
+    const counted = await buildTemplate({
+      name: "sandbar-test-probecount",
+      host: engine!.host,
+      dockerfile: `FROM ${BASE_IMAGE}\n` +
+        "RUN mv /usr/bin/python3 /usr/bin/python3.real && " +
+        `printf '#!/bin/sh\\necho run >> /var/tmp/python-runs\\nexec /usr/bin/python3.real "$@"\\n'` +
+        " > /usr/bin/python3 && chmod 755 /usr/bin/python3\n",
+    });
+    const pythonRuns = async (sandbox: Sandbox) =>
+      Number((await sandbox.commands.run("cat /var/tmp/python-runs 2>/dev/null | wc -l")).stdout);
+    {
+      await using first = await Sandbox.create(counted, { provider: "docker" });
+      assert.ok(first.capabilities.has("code"));
+      assert.ok(await pythonRuns(first) >= 1, "the first sandbox of an image probes it");
+    }
+    {
+      await using second = await Sandbox.create(counted, { provider: "docker" });
+      assert.ok(second.capabilities.has("code"), "what the first found");
+      assert.equal(await pythonRuns(second), 0, "the next ones do not run the probe");
+      // Another process reads it from the container's log, as for a probe that ran.
+      const again = await Sandbox.connect(second.id, { provider: "docker" });
+      assert.ok(again.capabilities.has("code"));
+    }
+    {
+      await using withPath = await Sandbox.create(counted, {
+        provider: "docker",
+        envs: { PYTHONPATH: "/nowhere" },
+      });
+      assert.ok(await pythonRuns(withPath) >= 1, "a PYTHON* variable probes again");
+    }
+    // The same files less python3: another image, probed for itself.
+    const without = await buildTemplate({
+      name: "sandbar-test-probecount:no-python",
+      host: engine!.host,
+      dockerfile: `FROM ${counted}\nRUN rm /usr/bin/python3\n`,
+    });
+    await using bare = await Sandbox.create(without, { provider: "docker" });
+    assert.ok(!bare.capabilities.has("code"), "no python3: no code, whatever the other image had");
+    assert.ok(bare.capabilities.has("commands"));
+  },
+});

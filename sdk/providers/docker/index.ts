@@ -59,6 +59,7 @@ import {
   serverArgv,
 } from "./launch.ts";
 import type { GatewayRefusal } from "../local/gateway.ts";
+import { probeEntry, readProbe, writeProbe } from "./probe_cache.ts";
 import { Startup } from "./startup.ts";
 
 /** Options of {@linkcode DockerProvider}. */
@@ -230,7 +231,7 @@ export class DockerProvider implements SandboxProvider {
       }
     }
     this.#requireLocal();
-    const image = await this.engine.call<{ Config: { User?: string } } | null>(
+    const image = await this.engine.call<{ Id: string; Config: { User?: string } } | null>(
       "GET",
       `/images/${encodeURIComponent(request.template)}/json`,
       { accept: [404] },
@@ -254,7 +255,7 @@ export class DockerProvider implements SandboxProvider {
     await Deno.mkdir(join(hostDir, "sock"), { recursive: true, mode: 0o755 });
     await Deno.chmod(hostDir, 0o755);
     try {
-      return await this.#start(request, id, hostDir, volumes, egressDir);
+      return await this.#start(request, image.Id, id, hostDir, volumes, egressDir);
     } catch (e) {
       // As kill does: a container that ended by itself is being removed by the engine
       // (`AutoRemove`, a 409 here), and is waited for, so that nothing is left when this throws.
@@ -272,6 +273,7 @@ export class DockerProvider implements SandboxProvider {
 
   async #start(
     request: ProviderCreateRequest,
+    imageId: string,
     id: string,
     hostDir: string,
     volumes: Record<string, string>,
@@ -322,6 +324,9 @@ export class DockerProvider implements SandboxProvider {
     // From a checkout: the modules' transpiled JavaScript into the cache the container mounts
     // read-only, so that the server does not transpile its modules at every start.
     const moduleCache = await warmModuleCache(source, cache, this.#sandbarHome) ?? undefined;
+    // What the image has, when one of its sandboxes looked before (the start script then does not).
+    const probeAt = probeEntry(this.#sandbarHome, imageId, request.envs, volumes);
+    const probed = probeAt ? await readProbe(probeAt) : null;
     const now = Date.now();
     const endAt = now + request.timeout * 1000;
     await writeAtomic(join(hostDir, "policy.json"), JSON.stringify(policy, null, 2), 0o644);
@@ -376,7 +381,9 @@ export class DockerProvider implements SandboxProvider {
       labels[EGRESS_LABEL] = egressDir;
     }
     const body = containerBody({
-      image: request.template,
+      // By id: the image checked above and whose probe is kept, even if its name moves meanwhile.
+      image: imageId,
+      probed: probed ?? undefined,
       labels,
       // Where the preloaded relay finds its socket and key (it removes them before the server
       // loads), and that the server goes on when this process's channel ends.
@@ -444,11 +451,12 @@ export class DockerProvider implements SandboxProvider {
       // The relay connects before the server loads; the container's end fails both. The
       // keeper, once ready, waits on the container from now, ending with it.
       const keeper = STARTING_KEEPERS.get(id);
-      await Promise.all([
+      const [, found] = await Promise.all([
         ready,
         startup.wait(id, deadline),
         keeper && egressDir ? keeper.then(() => watchKeeper(egressDir, id)) : null,
       ]);
+      if (probeAt && !probed) await writeProbe(probeAt, found);
       return await this.#handle(id, labels, "running", deadline, startup, () => step("checked"));
     } catch (e) {
       // Not connected yet: nothing else would close the socket (create's cleanup closes a

@@ -167,21 +167,29 @@ export function serverArgv(inputs: ServerInputs): string[] {
 }
 
 /**
- * The main process's script (`sh -c SCRIPT sandbar-init SERVER_ARGV…`). It prints one line
+ * The main process's script (`sh -c SCRIPT sandbar-init PROBE SERVER_ARGV…`). It prints one line
  * `sandbar-probe <names>` naming what the image has of what the SDK's capabilities depend on
- * beyond the server (`code`: python3 with ipykernel; `browser`: chromium).
+ * beyond the server (`code`: python3 with ipykernel; `browser`: chromium): found by looking when
+ * PROBE is `probe`, or the names PROBE gives as `known:<names>` (`probe_cache.ts`: what the
+ * image's first sandbox found).
  */
 export const INIT_SCRIPT = `
 H=${INSIDE.host}
+probe=$1
+shift
 mkdir -p ${INSIDE.run}/state ${INSIDE.home} /tmp
 (
   found=""
-  if command -v python3 >/dev/null 2>&1 && python3 -c 'import importlib.util as u, sys
+  if [ "$probe" != probe ]; then
+    found=" \${probe#known:}"
+  else
+    if command -v python3 >/dev/null 2>&1 && python3 -c 'import importlib.util as u, sys
 sys.exit(u.find_spec("ipykernel") is None)' >/dev/null 2>&1; then
-    found="$found code"
-  fi
-  if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then
-    found="$found browser"
+      found="$found code"
+    fi
+    if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then
+      found="$found browser"
+    fi
   fi
   echo "sandbar-probe$found"
   while :; do
@@ -234,6 +242,8 @@ export interface ContainerInputs {
   egressCaDir?: string;
   /** The caches prepared for the package (`module_cache.ts`), made the container's `DENO_DIR`. */
   moduleCache?: string;
+  /** What the image has (`code`, `browser`) when known (`probe_cache.ts`); else the script looks. */
+  probed?: string[];
 }
 
 /**
@@ -295,7 +305,13 @@ export function containerBody(inputs: ContainerInputs): Record<string, unknown> 
     WorkingDir: INSIDE.home,
     Labels: inputs.labels,
     Env: Object.entries(inputs.env).map(([k, v]) => `${k}=${v}`),
-    Entrypoint: ["/bin/sh", "-c", INIT_SCRIPT, "sandbar-init"],
+    Entrypoint: [
+      "/bin/sh",
+      "-c",
+      INIT_SCRIPT,
+      "sandbar-init",
+      inputs.probed ? `known:${inputs.probed.join(" ")}` : "probe",
+    ],
     Cmd: inputs.server,
     // The tokens come on stdin, once (`StdinOnce`: the engine closes it when the provider's
     // attach ends its side).
