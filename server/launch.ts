@@ -49,6 +49,8 @@ export interface NarrowedServerInputs {
    * grant, so such a list is left out where the policy's flags already grant all of `x`.
    */
   denoFlags?: readonly string[];
+  /** The server listens on abstract sockets (`--abstract-sockets`): see `permissionFlags`. */
+  abstractSockets?: boolean;
 }
 
 /**
@@ -117,6 +119,7 @@ export function narrowedServerArgv(inputs: NarrowedServerInputs): string[] {
     policyFile: inputs.policyFile,
     dataDir: inputs.agents?.dataDir,
     upstreamHost: inputs.agents ? upstreamHost(inputs.agents) : undefined,
+    abstractSockets: inputs.abstractSockets,
   });
   return [
     inputs.deno ?? Deno.execPath(),

@@ -4,7 +4,7 @@
  * ```sh
  * deno run -A server/main.ts [--host 127.0.0.1] [--port 9000] [--pty-port 9001] \
  *   [--policy FILE.jsonc] [--root DIR] [--commands FILE.ts] [--audit-log FILE] [--no-narrow] \
- *   [--data-dir DIR]
+ *   [--data-dir DIR] [--abstract-sockets]
  * deno run -A jsr:@sandbar/sandbar/server/cli --help
  * ```
  *
@@ -15,6 +15,11 @@
  * `server/confine/deno_permissions.ts`). `--no-narrow` skips that and serves in this process. When listening,
  * the server prints one JSON line on stdout:
  * `{"event":"listening","url":"http://…","pty_url":"ws://…"}`.
+ *
+ * `--abstract-sockets` is for a server behind a relay preloaded into its process (a local or
+ * docker sandbox's): it then listens on two abstract Unix sockets with random names where the
+ * kernel keeps every process it starts from connecting to them (see `startServer`), and its
+ * line says `http+unix://%40sandbar-…-9000` and `ws+unix://%40sandbar-…-9001`.
  *
  * `--data-dir` (or `SANDBAR_DATA_DIR`) is where the agents group keeps its store; see
  * `server/agents/config.ts` for the default.
@@ -59,6 +64,10 @@ options:
   --data-dir DIR     where the agents group keeps its store (default: SANDBAR_DATA_DIR, else
                      $XDG_STATE_HOME/sandbar, else ~/.local/state/sandbar)
   --no-narrow        serve in this process instead of a child under narrowed permissions
+  --abstract-sockets listen on two abstract Unix sockets named at random instead of TCP, where
+                     Landlock (ABI 6) keeps every process the server starts from connecting to
+                     them; elsewhere on --host and the ports. For a server whose relay is
+                     preloaded into its process (a sandbox's): nothing else learns the names
   --version          print the version and exit
   --await-claim      once listening, read one claim line (new tokens, environment) on stdin
                      and print {"event":"claimed"}: a pooled server (server/claim.ts)
@@ -68,6 +77,7 @@ environment:
   SVC_SERVER_TOKEN   the default identity's token, at least ${MIN_TOKEN_LENGTH} characters like every
                      token; without it one is generated and printed once on stderr
   SANDBAR_DATA_DIR   the default of --data-dir
+  SANDBAR_ABSTRACT_SOCKETS=off   TCP even with --abstract-sockets
 
 Once listening it prints {"event":"listening","url":…,"pty_url":…} on stdout; the policy's
 warnings go to stderr. It stops on SIGINT or SIGTERM, and when the process that started it ends.`;
@@ -89,6 +99,7 @@ const OPTIONS = {
   "data-dir": { type: "string" },
   "no-narrow": { type: "boolean", default: false },
   "await-claim": { type: "boolean", default: false },
+  "abstract-sockets": { type: "boolean", default: false },
 } as const;
 
 function parse(args: string[]) {
@@ -139,6 +150,12 @@ async function checkPortsFree(host: string, ports: [number, string][]): Promise<
   }
 }
 
+/** Why `--abstract-sockets` would listen on TCP here, or null (loaded only when asked). */
+async function socketsUnavailable(): Promise<string | null> {
+  const { abstractSocketsUnavailable } = await import("./confine/confinement.ts");
+  return abstractSocketsUnavailable();
+}
+
 /** `--root` must name a directory that exists: otherwise every request would fail. */
 async function checkRoot(root: string): Promise<void> {
   let info: Deno.FileInfo;
@@ -170,7 +187,10 @@ async function launch(args: Args, raw: string[]): Promise<number> {
   let token = env.SVC_SERVER_TOKEN;
   const short = token ? tokenTooShort(token, "SVC_SERVER_TOKEN") : undefined;
   if (short) throw new Error(`${short} (unset it and one is generated)`);
-  await checkPortsFree(args.host, [[args.port, "--port"], [args.ptyPort, "--pty-port"]]);
+  // On abstract sockets the ports are not used: no need for them to be free.
+  if (!args["abstract-sockets"] || await socketsUnavailable()) {
+    await checkPortsFree(args.host, [[args.port, "--port"], [args.ptyPort, "--pty-port"]]);
+  }
   if (!token) {
     token = generateToken();
     console.error(`sandbar: generated token (set SVC_SERVER_TOKEN to choose one): ${token}`);
@@ -196,6 +216,7 @@ async function launch(args: Args, raw: string[]): Promise<number> {
     auditLog: args["audit-log"],
     policyFile: args.policy,
     serverArgs: raw,
+    abstractSockets: args["abstract-sockets"],
   });
   const child = new Deno.Command(argv[0], {
     args: argv.slice(1),
@@ -247,8 +268,13 @@ async function serve(args: Args): Promise<number> {
     stateDir: Deno.env.get("SANDBAR_STATE_DIR"),
     dataDir: args["data-dir"],
     audit: jsonLinesSink(auditFile ?? Deno.stderr),
+    abstractSockets: args["abstract-sockets"],
   }).catch(async (e) => {
     if (!(e instanceof Deno.errors.AddrInUse)) throw e;
+    if (args["abstract-sockets"] && !(await socketsUnavailable())) {
+      // 128 random bits each: taken only by someone who read the names first.
+      throw new Error(`an abstract socket name drawn for the server is taken: ${e.message}`);
+    }
     for (const [port, flag] of [[args.port, "--port"], [args.ptyPort, "--pty-port"]] as const) {
       if (port !== 0 && await portHolder(port)) {
         throw new Error(await portInUseMessage(args.host, port, flag));

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { withholdPaths } from "./files/withheld.ts";
 import { pathToFileURL } from "node:url";
 import { agentsConfig, resolveDataDir } from "./agents/config.ts";
@@ -18,7 +18,12 @@ import { HANDLERS } from "./handlers/mod.ts";
 import { type AuditSink, jsonLinesSink } from "./pipeline/audit.ts";
 import { EGRESS_SERVICE, IdentityProxies } from "./egress/identity_proxies.ts";
 import { SOCKET_EGRESS_SERVICE, SocketProxies } from "./egress/socket_proxies.ts";
-import { confinements, procAccess } from "./confine/confinement.ts";
+import { abstractSocketsUnavailable, confinements, procAccess } from "./confine/confinement.ts";
+import {
+  drawSocketName,
+  LISTEN_TARGETS_FILE,
+  recordListenTargets,
+} from "../shared/listen_targets.ts";
 import { compilePolicy } from "./policy/compile.ts";
 import { loadPolicyFile } from "./policy/read.ts";
 import type { PolicyFile } from "./policy/schema.ts";
@@ -35,6 +40,15 @@ export interface StartServerOptions {
   port?: number;
   /** PTY WebSocket port; default 9001; 0 picks a free one. */
   ptyPort?: number;
+  /**
+   * Listen on two abstract Unix sockets, named at random (`@sandbar-<hex>-<port>`), instead of
+   * TCP, where every process the server starts is confined and Landlock scopes abstract sockets
+   * (ABI 6: none of them can connect to a socket the server made); elsewhere, or with
+   * `SANDBAR_ABSTRACT_SOCKETS=off`, on `host` and the ports as without it, and stderr says why.
+   * For a server reached only through a relay in its own process (a sandbox's): the names are
+   * recorded for it (`shared/listen_targets.ts`), in this process and in the state directory.
+   */
+  abstractSockets?: boolean;
   /** A JSONC policy file. */
   policyFile?: string;
   /** Or a policy object (used when no file is given). */
@@ -79,9 +93,9 @@ export interface StartServerOptions {
 
 /** A running server. */
 export interface SandbarServer {
-  /** `http://host:port`. */
+  /** `http://host:port`, or `http+unix://%40name` on an abstract socket. */
   url: string;
-  /** `ws://host:port` of the PTY WebSocket. */
+  /** `ws://host:port` of the PTY WebSocket, or `ws+unix://%40name`. */
   ptyUrl: string;
   /** The default identity's token. */
   token: string;
@@ -93,14 +107,19 @@ export interface SandbarServer {
   close(): Promise<void>;
 }
 
+/** Where one listener binds: a TCP address, or an abstract Unix socket's name (with its NUL). */
+type Bind = { hostname: string; port: number } | { path: string };
+
 function listen(
-  hostname: string,
-  port: number,
+  bind: Bind,
   signal: AbortSignal,
-  handler: Deno.ServeHandler<Deno.NetAddr>,
-): Promise<Deno.HttpServer<Deno.NetAddr>> {
+  handler: Deno.ServeHandler<Deno.Addr>,
+): Promise<Deno.HttpServer<Deno.Addr>> {
   const ready = Promise.withResolvers<void>();
-  const server = Deno.serve({ hostname, port, signal, onListen: () => ready.resolve() }, handler);
+  const onListen = () => ready.resolve();
+  const server: Deno.HttpServer<Deno.Addr> = "path" in bind
+    ? Deno.serve({ path: bind.path, signal, onListen }, handler)
+    : Deno.serve({ hostname: bind.hostname, port: bind.port, signal, onListen }, handler);
   return ready.promise.then(() => server);
 }
 
@@ -117,53 +136,65 @@ const RELISTEN_AFTER_MS = 250;
 
 /**
  * A listener that comes back: `Deno.serve`'s accept loop ends for good on an error such as
- * `EMFILE` (no descriptor left); the port is then listened on again, once the connection guard
- * has shed idle connections, instead of the server going deaf.
+ * `EMFILE` (no descriptor left); it then listens again, once the connection guard has shed idle
+ * connections, instead of the server going deaf: on the same TCP port, or on an abstract socket
+ * with a new name (`again`): while nothing held the old one, any process could have bound it.
  */
 class Listener {
-  #server: Deno.HttpServer<Deno.NetAddr>;
-  readonly #restart: () => Promise<Deno.HttpServer<Deno.NetAddr>>;
+  #server: Deno.HttpServer<Deno.Addr>;
+  readonly #handler: Deno.ServeHandler<Deno.Addr>;
+  readonly #again: (addr: Deno.Addr) => Bind;
   readonly #signal: AbortSignal;
   readonly #onFailure: () => void;
+  readonly #onListen: () => void;
 
   private constructor(
-    server: Deno.HttpServer<Deno.NetAddr>,
-    restart: () => Promise<Deno.HttpServer<Deno.NetAddr>>,
+    server: Deno.HttpServer<Deno.Addr>,
+    handler: Deno.ServeHandler<Deno.Addr>,
+    again: (addr: Deno.Addr) => Bind,
     signal: AbortSignal,
     onFailure: () => void,
+    onListen: () => void,
   ) {
     this.#server = server;
-    this.#restart = restart;
+    this.#handler = handler;
+    this.#again = again;
     this.#signal = signal;
     this.#onFailure = onFailure;
+    this.#onListen = onListen;
     this.#watch();
   }
 
+  /**
+   * Listen on `bind`; after a failure, on `again(address)`. `onListen` runs after each listen
+   * again (the addresses changed).
+   */
   static async open(
-    hostname: string,
-    port: number,
+    bind: Bind,
+    again: (addr: Deno.Addr) => Bind,
     signal: AbortSignal,
-    handler: Deno.ServeHandler<Deno.NetAddr>,
+    handler: Deno.ServeHandler<Deno.Addr>,
     onFailure: () => void,
+    onListen: () => void = () => {},
   ): Promise<Listener> {
-    const server = await listen(hostname, port, signal, handler);
-    const bound = server.addr.port;
-    return new Listener(server, () => listen(hostname, bound, signal, handler), signal, onFailure);
+    const server = await listen(bind, signal, handler);
+    return new Listener(server, handler, again, signal, onFailure, onListen);
   }
 
-  get addr(): Deno.NetAddr {
+  get addr(): Deno.Addr {
     return this.#server.addr;
   }
 
   #watch(): void {
     this.#server.finished.catch(async (e) => {
       while (!this.#signal.aborted) {
-        console.error(`sandbar: listener on port ${this.addr.port} failed (${e}); listening again`);
+        console.error(`sandbar: listener on ${describe(this.addr)} failed (${e}); listening again`);
         this.#onFailure();
         await new Promise((r) => setTimeout(r, RELISTEN_AFTER_MS));
         if (this.#signal.aborted) return;
         try {
-          this.#server = await this.#restart();
+          this.#server = await listen(this.#again(this.addr), this.#signal, this.#handler);
+          this.#onListen();
           this.#watch();
           return;
         } catch (again) {
@@ -177,6 +208,22 @@ class Listener {
   finished(): Promise<void> {
     return this.#server.finished.catch(() => {});
   }
+}
+
+/** `port N`, or `@name` for an abstract socket. */
+function describe(addr: Deno.Addr): string {
+  if (addr.transport === "tcp" || addr.transport === "udp") return `port ${addr.port}`;
+  return "path" in addr ? `@${addr.path.replace(/^\0/, "")}` : addr.transport;
+}
+
+/** The URL of a listener: `http://host:port`, or `http+unix://%40name` (`ws` for the PTY). */
+function urlOf(addr: Deno.Addr, scheme: "http" | "ws"): string {
+  if (addr.transport === "tcp") {
+    const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
+    return `${scheme}://${host}:${addr.port}`;
+  }
+  const path = "path" in addr ? addr.path : "";
+  return `${scheme}+unix://${encodeURIComponent(path.replace(/^\0/, "@"))}`;
 }
 
 function positiveInteger(name: string, raw: string | undefined): number | undefined {
@@ -279,20 +326,54 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
       positiveInteger("SANDBAR_MAX_CONNECTIONS", env.SANDBAR_MAX_CONNECTIONS),
   });
   const shed = () => guard.scan(true);
-  const httpHandler = guard.track(apps.http.fetch as Deno.ServeHandler<Deno.NetAddr>);
-  const ptyHandler = guard.track(apps.pty.fetch as Deno.ServeHandler<Deno.NetAddr>);
+  const httpHandler = guard.track(apps.http.fetch as Deno.ServeHandler<Deno.Addr>);
+  const ptyHandler = guard.track(apps.pty.fetch as Deno.ServeHandler<Deno.Addr>);
   const port = options.port ?? 9000;
   const ptyPort = options.ptyPort ?? 9001;
-  const hostPart = host.includes(":") ? `[${host}]` : host;
-  const addresses = (http: number, pty: number) => ({
-    url: `http://${hostPart}:${http}`,
-    ptyUrl: `ws://${hostPart}:${pty}`,
+  // Abstract sockets where asked and held by the kernel; TCP otherwise, and stderr says why.
+  const noSockets = options.abstractSockets
+    ? abstractSocketsUnavailable({ SANDBAR_ABSTRACT_SOCKETS: env.SANDBAR_ABSTRACT_SOCKETS })
+    : "not asked";
+  const sockets = noSockets === null;
+  if (options.abstractSockets && !sockets) {
+    console.error(`sandbar: listening on TCP, not on abstract sockets: ${noSockets}`);
+  }
+  // The relay's port numbers for the two sockets: those asked for (9000 and 9001 in a sandbox).
+  const relayPorts = { http: port || 9000, pty: ptyPort || 9001 };
+  const bindOf = (which: "http" | "pty", tcpPort: number): Bind =>
+    sockets ? { path: drawSocketName(relayPorts[which]) } : { hostname: host, port: tcpPort };
+  const again = (which: "http" | "pty") => (addr: Deno.Addr): Bind =>
+    bindOf(which, addr.transport === "tcp" ? addr.port : 0);
+  const httpBind = bindOf("http", port);
+  const ptyBind = bindOf("pty", ptyPort);
+  const boundAddr = (bind: Bind): Deno.Addr =>
+    "path" in bind
+      ? { transport: "unix", path: bind.path }
+      : { transport: "tcp", hostname: bind.hostname, port: bind.port };
+  const addresses = (http: Deno.Addr, pty: Deno.Addr) => ({
+    url: urlOf(http, "http"),
+    ptyUrl: urlOf(pty, "ws"),
   });
+  const targetsFile = join(stateDir, LISTEN_TARGETS_FILE);
+  // Where the relay finds the sockets: in this process, and in the state directory (which no
+  // confined process may write) for a relay of its own; a TCP server leaves no record there.
+  const publish = () => {
+    if (!sockets) return;
+    const name = (addr: Deno.Addr) => ("path" in addr ? addr.path : "");
+    const text = recordListenTargets({
+      [relayPorts.http]: name(http.addr),
+      [relayPorts.pty]: name(pty.addr),
+    });
+    Deno.writeTextFileSync(`${targetsFile}.new`, text, { mode: 0o600 });
+    Deno.renameSync(`${targetsFile}.new`, targetsFile);
+    state.addresses = addresses(http.addr, pty.addr);
+  };
+  if (options.abstractSockets && !sockets) await Deno.remove(targetsFile).catch(() => {});
   // The default identity's confinement is made ahead of the first command, on its own thread:
-  // its one-time set-up (65,534 Landlock port rules and their merge into a domain, ~0.1 s; see
-  // docs/security.md) would otherwise be that command's wait. How process trees are ended is
-  // found then too (libc loaded, a cgroup probed: 15-90 ms measured here). Making the worker
-  // blocks this thread for 20-50 ms.
+  // its one-time set-up would otherwise be that command's wait (on TCP, 65,534 Landlock port
+  // rules and their merge into a domain, ~0.1 s; see docs/security.md). How process trees are
+  // ended is found then too (libc loaded, a cgroup probed: 15-90 ms measured here). Making the
+  // worker blocks this thread for 20-50 ms.
   const prepareDefault = () => {
     try {
       treeMode(); // how process trees are ended: found now, not at the first process
@@ -303,31 +384,39 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
     }
   };
   const preparing = PROCESS_ENDPOINTS.some((id) => policy.endpoints.get(id)?.enabled);
-  // With both ports asked for by number (a sandbox's 9000 and 9001), the ports its rules close are
-  // known now: it starts before listening, and its thread builds the rules while the caller learns
-  // that the server listens and makes its first request (in a local sandbox the rules were done
-  // 40-70 ms after the first command arrived when it started after the listening line; the
-  // caller's first request then also waited for this thread's 20-50 ms). Bound as asked or not
-  // at all: a failed listen ends the server, and its confinement with it.
-  const early = preparing && port !== 0 && ptyPort !== 0;
+  // With both ports asked for by number (a sandbox's 9000 and 9001), or on abstract sockets (no
+  // port to close), what its rules close is known now: it starts before listening, and its thread
+  // builds the rules while the caller learns that the server listens and makes its first request
+  // (in a local sandbox the rules were done 40-70 ms after the first command arrived when it
+  // started after the listening line; the caller's first request then also waited for this
+  // thread's 20-50 ms). Bound as asked or not at all: a failed listen ends the server, and its
+  // confinement with it.
+  const early = preparing && (sockets || (port !== 0 && ptyPort !== 0));
   if (early) {
-    state.addresses = addresses(port, ptyPort);
+    state.addresses = addresses(boundAddr(httpBind), boundAddr(ptyBind));
     prepareDefault();
   }
   let http: Listener;
   let pty: Listener;
   try {
-    http = await Listener.open(host, port, abort.signal, httpHandler, shed);
-    pty = await Listener.open(host, ptyPort, abort.signal, ptyHandler, shed);
+    http = await Listener.open(httpBind, again("http"), abort.signal, httpHandler, shed, publish);
+    pty = await Listener.open(ptyBind, again("pty"), abort.signal, ptyHandler, shed, publish);
   } catch (e) {
     abort.abort();
     guard.close();
     await state.close();
     throw e;
   }
-  guard.watchPort(http.addr.port);
-  guard.watchPort(pty.addr.port);
-  state.addresses = addresses(http.addr.port, pty.addr.port);
+  for (const l of [http, pty]) if (l.addr.transport === "tcp") guard.watchPort(l.addr.port);
+  state.addresses = addresses(http.addr, pty.addr);
+  try {
+    publish();
+  } catch (e) {
+    abort.abort();
+    guard.close();
+    await state.close();
+    throw e;
+  }
   // Listening: automations due (or missed while stopped) may now fire.
   agents?.automations.start(state);
   let closing: Promise<void> | undefined;

@@ -17,14 +17,38 @@ export interface Service {
 
 /** Where the server listens, once it does. */
 export interface ServerAddresses {
-  /** `http://host:port` of the HTTP API. */
+  /**
+   * `http://host:port` of the HTTP API; on an abstract Unix socket, `http+unix://` and its
+   * name with `%40` for the leading NUL (as `ss` and `/proc/net/unix` show it: `@name`).
+   */
   url: string;
-  /** `ws://host:port` of the PTY WebSocket. */
+  /** `ws://host:port` of the PTY WebSocket, or `ws+unix://%40name`. */
   ptyUrl: string;
 }
 
 /**
- * The ports of `addresses` (none before the server listens).
+ * The TCP addresses of `addresses`: none for a listener on an abstract socket (nor before the
+ * server listens).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { tcpAddresses } from "./state.ts";
+ * assert.deepEqual(
+ *   tcpAddresses({ url: "http://127.0.0.1:9000", ptyUrl: "ws+unix://%40sandbar-x-9001" }),
+ *   [{ host: "127.0.0.1", port: 9000 }],
+ * );
+ * ```
+ */
+export function tcpAddresses(addresses: ServerAddresses): { host: string; port: number }[] {
+  return [addresses.url, addresses.ptyUrl].filter((u) => /^(http|ws):\/\//.test(u)).map((u) => {
+    const url = new URL(u.replace(/^ws/, "http"));
+    return { host: url.hostname.replace(/^\[|\]$/g, ""), port: Number(url.port) };
+  });
+}
+
+/**
+ * The TCP ports of `addresses` (none on abstract sockets, nor before the server listens).
  *
  * @example
  * ```ts
@@ -35,9 +59,7 @@ export interface ServerAddresses {
  * ```
  */
 export function listeningPorts(addresses: ServerAddresses): number[] {
-  return [addresses.url, addresses.ptyUrl].filter(Boolean).map((u) =>
-    Number(new URL(u.replace(/^ws/, "http")).port)
-  );
+  return tcpAddresses(addresses).map((a) => a.port);
 }
 
 /**

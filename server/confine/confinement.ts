@@ -50,6 +50,7 @@ import { PROGRAM_DIRS } from "../guards/commands/program_dirs.ts";
 import { EGRESS_SERVICE, IdentityProxies } from "../egress/identity_proxies.ts";
 import { bridgeFiles, proxyEnvironment } from "../egress/bridge.ts";
 import { jsonLinesSink } from "../pipeline/audit.ts";
+import { missingScope } from "../policy/scopes.ts";
 
 /** What a confined process is for. */
 export type ConfinementKind = "process" | "git" | "system";
@@ -166,6 +167,40 @@ export function confinementWarnings(): string[] {
     );
   }
   return warnings;
+}
+
+/**
+ * Why the server would not listen on abstract Unix sockets here, or null when it may: they keep
+ * every process it starts away from it only where all of them are confined and Landlock scopes
+ * abstract sockets (ABI 6: a process in a Landlock domain cannot connect to an abstract socket
+ * made outside its domain). `SANDBAR_ABSTRACT_SOCKETS=off` asks for TCP anyway.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { abstractSocketsUnavailable } from "./confinement.ts";
+ * assert.match(abstractSocketsUnavailable({ SANDBAR_ABSTRACT_SOCKETS: "off" }) ?? "", /=off/);
+ * ```
+ */
+export function abstractSocketsUnavailable(
+  env: Record<string, string | undefined> = {
+    SANDBAR_ABSTRACT_SOCKETS: Deno.env.get("SANDBAR_ABSTRACT_SOCKETS"),
+  },
+): string | null {
+  const value = env.SANDBAR_ABSTRACT_SOCKETS;
+  if (value === "off") return "abstract sockets are off (SANDBAR_ABSTRACT_SOCKETS=off)";
+  if (value !== undefined && value !== "" && value !== "on") {
+    throw new Error(
+      `SANDBAR_ABSTRACT_SOCKETS must be "on" or "off", not ${JSON.stringify(value.slice(0, 40))}`,
+    );
+  }
+  const missing = confinementUnavailable();
+  if (missing) return missing;
+  const abi = landlockAbi();
+  if (abi < SCOPING_ABI) {
+    return `Landlock ABI ${abi} (${SCOPING_ABI} scopes abstract sockets): processes the server starts could connect to them`;
+  }
+  return null;
 }
 
 /**
@@ -318,14 +353,25 @@ export class Confinements implements Service {
   }
 
   /**
-   * TCP ports a confinement refuses (`connect` and `bind`): the server's own, and the code
-   * kernels of every identity but `identity` (all of them for `null`).
+   * TCP ports a confinement refuses (`connect` and `bind`): the server's own when it listens on
+   * TCP (none on abstract sockets, which Landlock's scoping keeps from every confined process:
+   * `server/serve.ts`), and the code kernels of every identity but `identity` that may start
+   * kernels at all (all of them for `null`). An identity that `run_code` does not admit (a
+   * sandbox's files-only `access`) never has one, so its block needs no rule.
    */
   #closedPorts(identity: string | null): number[] {
-    const ids = this.#state.policy.identities.map((i) => i.id);
+    const policy = this.#state.policy;
+    const ids = policy.identities.map((i) => i.id);
+    const runCode = policy.endpoints.get("run_code");
+    const holders = new Set(
+      runCode?.enabled
+        ? policy.identities.filter((i) => missingScope(i.scopes, runCode.scopes) === undefined)
+          .map((i) => i.id)
+        : [],
+    );
     return [
       ...listeningPorts(this.#state.addresses),
-      ...foreignKernelPorts(ids, identity, this.#kernelRotation),
+      ...foreignKernelPorts(ids, identity, this.#kernelRotation, holders),
     ];
   }
 

@@ -37,6 +37,15 @@ export interface PermissionInputs {
   dataDir?: string;
   /** The agents group's upstream `host[:port]`, if any; reachable when the group is on. */
   upstreamHost?: string;
+  /**
+   * The server listens on abstract Unix sockets (`--abstract-sockets`): Deno names no abstract
+   * socket in an `--allow-net` list (2.9.6 asks for `unix:\0name` and refuses every way of
+   * writing it), so the net permission is then unrestricted. Only sandboxes ask for it, whose
+   * network namespace holds nothing but its own loopback (no route out), where a list of
+   * `127.0.0.1` already granted every port there was; what it adds is other loopback addresses
+   * of the same namespace and named Unix sockets the server can see.
+   */
+  abstractSockets?: boolean;
 }
 
 /** Read-only system locations the system group and the runtime itself need. */
@@ -138,7 +147,7 @@ export function permissionFlags(inputs: PermissionInputs): string[] {
     `--allow-write=${[...write].join(",")}`,
     // The egress proxies connect by address to whatever their rules allow (the policy's
     // network, a restricted agents environment's allowed_domains); they, not Deno, decide.
-    browserNeedsAnyHost(policy) || policy.network !== null || agentsOn
+    browserNeedsAnyHost(policy) || policy.network !== null || agentsOn || inputs.abstractSockets
       ? "--allow-net"
       : `--allow-net=${[...new Set([...net, ...browserNet(policy)])].join(",")}`,
     "--allow-env",

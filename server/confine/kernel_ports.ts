@@ -73,7 +73,8 @@ export function kernelPortBlock(
 
 /**
  * Every kernel port a confinement of `identity` must not reach: the blocks of all the other
- * identities (all of them for `null`, the server's helpers and Chromium).
+ * identities (all of them for `null`, the server's helpers and Chromium), or of those among them
+ * in `holders` (the identities that may start kernels) when given.
  *
  * @example
  * ```ts
@@ -83,16 +84,18 @@ export function kernelPortBlock(
  * assert.equal(closed.length, 160);
  * assert.equal(closed[0], 20160);
  * assert.equal(foreignKernelPorts(["default", "other"], null).length, 320);
+ * assert.equal(foreignKernelPorts(["default", "access"], "default", 0, new Set(["default"])).length, 0);
  * ```
  */
 export function foreignKernelPorts(
   identities: readonly string[],
   identity: string | null,
   rotation = 0,
+  holders?: ReadonlySet<string>,
 ): number[] {
   const ports: number[] = [];
   for (const other of identities) {
-    if (other === identity) continue;
+    if (other === identity || (holders && !holders.has(other))) continue;
     const block = kernelPortBlock(identities, other, rotation);
     if (!block) continue;
     for (let p = block.first; p <= block.last; p++) ports.push(p);

@@ -1,12 +1,17 @@
 /**
- * A process the server starts cannot open a TCP connection to the server's own ports (the API
- * and the PTY WebSocket), on any address, while every other port stays reachable: the kernel
- * (Landlock's network rules) refuses the `connect`, so no command string or program gets round
- * it. With confinement off the same connections open, which shows what holds them.
+ * A process the server starts cannot reach the server. On TCP it cannot open a connection to the
+ * server's own ports (the API and the PTY WebSocket), on any address, while every other port
+ * stays reachable: the kernel (Landlock's network rules) refuses the `connect`, so no command
+ * string or program gets round it. With confinement off the same connections open, which shows
+ * what holds them. On abstract sockets (`--abstract-sockets`, Landlock ABI 6) the kernel refuses
+ * the `connect` to the sockets, and no TCP port is closed any more (there is none of the
+ * server's to close).
  */
 
 import assert from "node:assert/strict";
 import { startTestServer } from "../helpers/server.ts";
+import { startServer } from "../../server/serve.ts";
+import { landlockAbi } from "../../server/confine/landlock.ts";
 
 function probe(port: number | string, host = "127.0.0.1"): string {
   return `(exec 3<>/dev/tcp/${host}/${port}) 2>/dev/null && echo ${port}:open || echo ${port}:refused`;
@@ -69,4 +74,64 @@ Deno.test("ports given by number are closed too: the confinement made before lis
   } finally {
     other.close();
   }
+});
+
+const python = await new Deno.Command("python3", { args: ["-c", ""] }).output().then(
+  (o) => o.success,
+  () => false,
+);
+
+Deno.test({
+  name: "on abstract sockets: a confined process cannot connect to them, and no port is closed",
+  // Needs python3 (the probe) and Landlock ABI 6 (abstract socket scoping).
+  ignore: !python || landlockAbi() < 6,
+  fn: async () => {
+    const root = await Deno.makeTempDir();
+    // The ports it would have had on TCP: free, and left free.
+    const [api, pty] = freePorts();
+    const server = await startServer({
+      port: api,
+      ptyPort: pty,
+      abstractSockets: true,
+      root,
+      env: {},
+      audit: () => {},
+    });
+    const names = [server.url, server.ptyUrl].map((u) =>
+      decodeURIComponent(u.replace(/^(http|ws)\+unix:\/\//, ""))
+    );
+    try {
+      assert.match(names[0], new RegExp(`^@sandbar-[0-9a-f]{32}-${api}$`));
+      assert.match(names[1], new RegExp(`^@sandbar-[0-9a-f]{32}-${pty}$`));
+      const client = Deno.createHttpClient({
+        proxy: { transport: "unix", path: "\0" + names[0].slice(1) },
+      });
+      const script = `
+import socket, sys
+for name in sys.argv[1:3]:
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect("\\0" + name[1:]); print("connected")
+    except OSError as e:
+        print("refused", e.errno)
+for port in sys.argv[3:]:
+    s = socket.socket()
+    s.bind(("127.0.0.1", int(port))); s.listen(); print(port, "bound")
+`;
+      const file = `${root}/probe.py`;
+      await Deno.writeTextFile(file, script);
+      const res = await fetch("http://localhost/process/shell", {
+        client,
+        method: "POST",
+        headers: { authorization: `Bearer ${server.token}`, "content-type": "application/json" },
+        body: JSON.stringify({ cmd: `python3 ${file} ${names.join(" ")} ${api} ${pty}` }),
+      });
+      const body = await res.json();
+      client.close();
+      assert.equal(body.stdout, `refused 1\nrefused 1\n${api} bound\n${pty} bound\n`, body.stderr);
+    } finally {
+      await server.close();
+      await Deno.remove(root, { recursive: true });
+    }
+  },
 });

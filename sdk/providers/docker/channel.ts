@@ -179,11 +179,12 @@ export class DockerChannel {
           AttachStderr: true,
           Tty: false,
           Env: inputs.relayEnv,
-          // Deno's net permission names a Unix socket by its exact path.
+          // Deno names no abstract socket in a net permission list (the server's, where it
+          // listens on them): the container has no network but its own loopback.
           Cmd: [
             inputs.relayArgv[0],
             inputs.relayArgv[1],
-            `--allow-net=127.0.0.1,unix:${socketInside}`,
+            "--allow-net",
             ...inputs.relayArgv.slice(2),
             socketInside,
           ],

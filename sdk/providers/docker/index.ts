@@ -37,6 +37,7 @@ import type {
 import { DockerChannel, newSocketName } from "./channel.ts";
 import { CHANNEL_ENV } from "../local/channel.ts";
 import { randomHex } from "../local/relay_dials.ts";
+import { LISTEN_TARGETS_ENV, LISTEN_TARGETS_FILE } from "../../../shared/listen_targets.ts";
 import {
   EGRESS_CA_DIR,
   EGRESS_LABEL,
@@ -125,6 +126,15 @@ interface Labeled {
   labels: Record<string, string>;
 }
 
+/** The server's record of its abstract sockets, inside (in its state directory). */
+const LISTEN_TARGETS_INSIDE = `${INSIDE.run}/state/${LISTEN_TARGETS_FILE}`;
+
+/** `SANDBAR_ABSTRACT_SOCKETS` as this process has it, for the server (tests of TCP). */
+function abstractSocketsSwitch(): Record<string, string> {
+  const value = Deno.env.get("SANDBAR_ABSTRACT_SOCKETS");
+  return value === undefined ? {} : { SANDBAR_ABSTRACT_SOCKETS: value };
+}
+
 /** The relay's command line and environment inside, for every process that connects. */
 function relayPlan(): { argv: string[]; env: string[] } {
   const source = packageSource();
@@ -135,15 +145,21 @@ function relayPlan(): { argv: string[]; env: string[] } {
       "--no-config",
       "--no-lock",
       "--no-prompt",
-      `--allow-read=${INSIDE.host}/sock`,
+      `--allow-read=${INSIDE.host}/sock,${LISTEN_TARGETS_INSIDE}`,
       `--allow-write=${INSIDE.host}/sock`,
+      `--allow-env=${LISTEN_TARGETS_ENV}`,
       "--allow-ffi",
       ...source.runFlags,
       source.module("sdk/providers/docker/relay.ts"),
     ],
     // Deno's cache as the server has it, read-only: a writable one inside could be given a
     // planted compiled module by code in the sandbox, and the relay carries every request.
-    env: [`DENO_DIR=${denoDir()}`, "DENO_NO_UPDATE_CHECK=1"],
+    // Where the server recorded its abstract sockets (`shared/listen_targets.ts`).
+    env: [
+      `DENO_DIR=${denoDir()}`,
+      "DENO_NO_UPDATE_CHECK=1",
+      `${LISTEN_TARGETS_ENV}=${LISTEN_TARGETS_INSIDE}`,
+    ],
   };
 }
 
@@ -301,6 +317,8 @@ export class DockerProvider implements SandboxProvider {
       DENO_NO_UPDATE_CHECK: "1",
       SANDBAR_PROC: "open",
       SANDBAR_STATE_DIR: `${INSIDE.run}/state`,
+      // TCP instead of abstract sockets, asked for on the host: the server checks the value.
+      ...abstractSocketsSwitch(),
       // The container's network is the provider's: none, or the egress proxy alone.
       SANDBAR_EGRESS: "provider",
       ...envs,

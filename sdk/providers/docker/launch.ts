@@ -26,7 +26,9 @@
  * since the epoch) from `/run/sandbar-host/end_at` every second; when it has passed it kills
  * every process, the server ends, `docker-init` ends and the engine removes the container
  * (`AutoRemove`, anonymous volumes with it). The container has no network (`NetworkMode:
- * none`); the SDK reaches the server through the relay (`channel.ts`), and a sandbox created with
+ * none`); the server listens on two abstract Unix sockets named at random where the kernel's
+ * Landlock scopes them (ABI 6; otherwise on 127.0.0.1:9000 and 9001 inside), and the SDK
+ * reaches it through the relay (`channel.ts`), and a sandbox created with
  * `network` reaches out only through its egress keeper's proxy (`egress_keeper.ts`), which the
  * relay bridges to 127.0.0.1:3128 (the local provider's bridge); with secrets, its CA
  * certificate is bound read-only at `/opt/sandbar/egress-ca`.
@@ -143,6 +145,7 @@ export function serverArgv(inputs: ServerInputs): string[] {
     commandsFile: commands,
     policyFile,
     cachedOnly: true,
+    abstractSockets: true,
     // The relay's own permissions on top of the server's: its socket (and the egress
     // proxy's), its key.
     denoFlags: [
@@ -162,6 +165,9 @@ export function serverArgv(inputs: ServerInputs): string[] {
       "9000",
       "--pty-port",
       "9001",
+      // Where the kernel keeps the container's processes from them (`server/serve.ts`); the
+      // relays map the host's 9000 and 9001 to them (`shared/listen_targets.ts`).
+      "--abstract-sockets",
     ],
   });
 }

@@ -7,8 +7,16 @@
  * copies bytes both ways; when it cannot, it prints `fail <nonce> <why>`. It prints `ready`
  * first and exits when stdin ends (the SDK's process went away).
  *
+ * Ports 9000 and 9001 are the server's: where it listens on abstract sockets, it recorded their
+ * names in its state directory (`SANDBAR_LISTEN_TARGETS`, which no process the server starts
+ * may write: `shared/listen_targets.ts`), read again at each `open` (the server draws new names
+ * when it has to listen again). Deno names no abstract socket in an `--allow-net` list, so the
+ * relay's net permission has none.
+ *
  * ```sh
- * deno run --allow-net=127.0.0.1 --allow-read=SOCKET --allow-write=SOCKET relay.ts SOCKET
+ * SANDBAR_LISTEN_TARGETS=/run/sandbar/state/listen_targets.json \
+ *   deno run --allow-net --allow-read=SOCKET_DIR,TARGETS --allow-write=SOCKET_DIR \
+ *     --allow-env=SANDBAR_LISTEN_TARGETS relay.ts SOCKET
  * ```
  *
  * @module
@@ -16,11 +24,28 @@
 
 import { hideFromSameUser } from "../../../server/confine/hardening.ts";
 import { onHostLine } from "../local/relay_open.ts";
+import {
+  LISTEN_TARGETS_ENV,
+  type ListenTarget,
+  listenTarget,
+  parseListenTargets,
+} from "../../../shared/listen_targets.ts";
+
+/** Where `port` is, by the server's record in `file` (none yet, or none: TCP). */
+function targetIn(file: string | undefined, port: number): ListenTarget {
+  let text = "";
+  try {
+    if (file) text = Deno.readTextFileSync(file);
+  } catch { /* no record: the server is on TCP */ }
+  return listenTarget(port, parseListenTargets(text));
+}
 
 const encoder = new TextEncoder();
 
 async function main(socket: string): Promise<void> {
   hideFromSameUser();
+  const targets = Deno.env.get(LISTEN_TARGETS_ENV);
+  const targetOf = (port: number) => targetIn(targets, port);
   let writes = Promise.resolve();
   const say = (line: string) => {
     writes = writes.then(async () => {
@@ -37,7 +62,7 @@ async function main(socket: string): Promise<void> {
     while ((at = pending.indexOf("\n")) >= 0) {
       const line = pending.slice(0, at);
       pending = pending.slice(at + 1);
-      onHostLine(line, socket, say);
+      onHostLine(line, socket, say, targetOf);
     }
     if (pending.length > 256) break;
   }

@@ -21,9 +21,12 @@
  * | `/proc/meminfo`        | the sandbox's memory (its limit and use), kept current       |
  *
  * Its network namespace has only a loopback interface: nothing in it can reach the host's
- * loopback, the LAN or the internet. The in-sandbox server listens on 127.0.0.1:9000 and 9001
- * inside; the relay bridges that namespace to the host's supervisor through a Unix socket in a
- * directory the sandbox cannot write (see `channel.ts`).
+ * loopback, the LAN or the internet. The in-sandbox server listens on two abstract Unix sockets
+ * named at random (`--abstract-sockets`), which Landlock keeps every process it starts from
+ * connecting to, or, on a kernel without Landlock's scoping (ABI 6), on 127.0.0.1:9000 and 9001
+ * inside, closed to those processes by port rules; the relay in its process bridges the
+ * namespace to the host's supervisor through a Unix socket in a directory the sandbox cannot
+ * write (see `channel.ts`), and the host's 9000 and 9001 reach the server either way.
  *
  * Without bubblewrap, the server runs directly on the host under its narrowed Deno permissions,
  * with the sandbox directory as its root; ports are then the host's.
@@ -225,6 +228,7 @@ function serverArgs(
   policy: Record<string, unknown>,
   env: Record<string, string>,
   denoFlags: readonly string[] = [],
+  abstractSockets = false,
 ) {
   const policyFile = join(paths.run, "policy.json");
   const stateDir = join(paths.run, "state");
@@ -252,6 +256,7 @@ function serverArgs(
     policyFile,
     cachedOnly: true,
     denoFlags,
+    abstractSockets,
     serverArgs: [
       "--root",
       paths.home,
@@ -365,8 +370,13 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     inputs.policy,
     env,
     relayFlags,
+    true,
   );
   env.SANDBAR_STATE_DIR = stateDir;
+  // TCP instead of abstract sockets, asked for on the host (tests of the fallback, a kernel
+  // under suspicion): the server checks the value.
+  const sockets = Deno.env.get("SANDBAR_ABSTRACT_SOCKETS");
+  if (sockets !== undefined) env.SANDBAR_ABSTRACT_SOCKETS = sockets;
   // The sandbox's PID namespace holds bubblewrap's init and the server (with its relay), which
   // wipes its tokens from its environment block at start: its processes may read /proc, which
   // `ps`, `/proc/self/*` and Deno's TypeScript transpiler need.
@@ -380,6 +390,9 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     "9000",
     "--pty-port",
     "9001",
+    // Where the kernel keeps the sandbox's processes from them (`server/serve.ts`); the relay,
+    // in the same process, maps the host's 9000 and 9001 to them.
+    "--abstract-sockets",
     ...(inputs.awaitClaim ? ["--await-claim"] : []),
   );
   // Where the relay finds its socket and key; it removes the variables before the server loads.

@@ -7,7 +7,10 @@
  * It connects out to the supervisor's socket, which is mounted read-only inside (see
  * `channel.ts` for the protocol): it presents its key once on a control connection, then for
  * each `open <nonce> <port>` it connects to `127.0.0.1:<port>` inside and opens a data
- * connection for it (or answers `fail <nonce> <why>`), and copies bytes both ways.
+ * connection for it (or answers `fail <nonce> <why>`), and copies bytes both ways. Ports 9000
+ * and 9001 are the server's: where it listens on abstract sockets it records their names in the
+ * module both share (`shared/listen_targets.ts`), and the relay connects there instead; the
+ * relay is the only thing outside the processes' Landlock domains that dials them.
  *
  * Where the socket and the key are comes from the environment the launch plan sets, and the
  * variables are removed before the server loads ({@linkcode CHANNEL_ENV}):

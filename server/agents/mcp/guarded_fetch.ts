@@ -13,7 +13,7 @@
 
 import { SocksGuard } from "../../browser/socks_guard.ts";
 import { type SelfAddress, UrlGuard, type UrlRefusal } from "../../guards/urls/index.ts";
-import type { ServerState } from "../../state.ts";
+import { type ServerState, tcpAddresses } from "../../state.ts";
 
 /** A refusal of the URL guard, thrown by {@linkcode GuardedFetch.fetch}. */
 export class UrlRefusedError extends Error {
@@ -30,10 +30,7 @@ export class UrlRefusedError extends Error {
 
 /** The server's own listening addresses, which no MCP connection may reach. */
 function selfAddresses(state: ServerState): SelfAddress[] {
-  return [state.addresses.url, state.addresses.ptyUrl].filter(Boolean).map((u) => {
-    const url = new URL(u.replace(/^ws/, "http"));
-    return { host: url.hostname.replace(/^\[|\]$/g, ""), port: Number(url.port) };
-  });
+  return tcpAddresses(state.addresses);
 }
 
 /** A guarded `fetch` with its proxy; close it when done. */

@@ -16,7 +16,7 @@ import { BrowserManager } from "../../browser/manager.ts";
 import { confinements } from "../../confine/confinement.ts";
 import type { PageSession, Refusals } from "../../browser/session.ts";
 import { refusalError, UrlGuard } from "../../guards/urls/index.ts";
-import type { ServerEnv } from "../../state.ts";
+import { type ServerEnv, tcpAddresses } from "../../state.ts";
 import { readBody } from "../../request_reader.ts";
 import type { GroupHandlers } from "../../pipeline/handler.ts";
 import type { BrowserId } from "../../endpoints.ts";
@@ -37,10 +37,8 @@ const NAVIGATE_TIMEOUT_MS = 30_000;
 function manager(c: Context<ServerEnv>): BrowserManager {
   const state = c.var.state;
   return state.service("browser", () => {
-    const self = [state.addresses.url, state.addresses.ptyUrl].filter(Boolean).map((u) => {
-      const url = new URL(u.replace(/^ws/, "http"));
-      return { host: url.hostname.replace(/^\[|\]$/g, ""), port: Number(url.port) };
-    });
+    // On abstract sockets the server has no TCP address: 127.0.0.1:9000 is then a user's.
+    const self = tcpAddresses(state.addresses);
     return new BrowserManager({
       stateDir: state.stateDir,
       guard: new UrlGuard(state.policy.urlAllow, state.policy.urlDeny, self),

@@ -1,0 +1,98 @@
+/**
+ * Nothing a docker sandbox runs reaches its server; every client does. Where the kernel's
+ * Landlock scopes abstract sockets (ABI 6) the server in the container listens on two abstract
+ * Unix sockets with random names, not on TCP: a command that reads their names from
+ * `/proc/net/unix` is refused by the kernel when it connects, and one that listens on
+ * 127.0.0.1:9000 and 9001 receives none of the requests, neither the creating process's (its
+ * relay is preloaded into the server) nor a second process's (its relay is started by the
+ * engine's exec and reads the server's record of the names).
+ */
+
+import assert from "node:assert/strict";
+import { Sandbox } from "../../sdk/mod.ts";
+import { landlockAbi } from "../../server/confine/landlock.ts";
+import { BASE_IMAGE, dockerIgnored } from "./docker_engine.ts";
+import { dockerFixture } from "./docker_helpers.ts";
+import { runChild } from "./sandbox_helpers.ts";
+
+const docker = dockerFixture();
+
+/** Connect to each abstract `@name` given: `connected`, or `refused <errno>`. */
+const CONNECT_ABSTRACT = `
+import socket, sys
+for name in sys.argv[1:]:
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect("\\0" + name[1:])
+        print(name[-4:], "connected")
+    except OSError as e:
+        print(name[-4:], "refused", e.errno)
+`;
+
+/** Listen on 127.0.0.1:9000 and 9001 and print each connection that comes. */
+const SQUAT = `
+import socket, select
+ls = []
+for port in (9000, 9001):
+    l = socket.socket()
+    l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    l.bind(("127.0.0.1", port))
+    l.listen()
+    ls.append(l)
+print("listening", flush=True)
+while True:
+    for l in select.select(ls, [], [])[0]:
+        c, _ = l.accept()
+        print("got a connection on", l.getsockname()[1], flush=True)
+        c.close()
+`;
+
+Deno.test({
+  name: "docker: a command cannot connect to the server's sockets, nor take its requests on 9000",
+  // The base image has python3; the scoping needs Landlock ABI 6 on the engine's kernel (this one).
+  ignore: dockerIgnored() || landlockAbi() < 6,
+  async fn() {
+    const { engine } = await docker();
+    await using sandbox = await Sandbox.create(BASE_IMAGE, { provider: "docker" });
+    const listed = await sandbox.commands.run(
+      "awk '$6 == \"01\" && $8 ~ /^@sandbar-/ { print $8 }' /proc/net/unix | sort -t- -k3",
+    );
+    const names = listed.stdout.trim().split("\n");
+    assert.equal(names.length, 2, listed.stdout);
+    assert.match(names[0], /^@sandbar-[0-9a-f]{32}-9000$/);
+    assert.match(names[1], /^@sandbar-[0-9a-f]{32}-9001$/);
+    await sandbox.files.write("/tmp/connect.py", CONNECT_ABSTRACT);
+    await sandbox.files.write("/tmp/squat.py", SQUAT);
+    const tried = await sandbox.commands.run(`python3 /tmp/connect.py ${names.join(" ")}`);
+    assert.equal(tried.stdout, "9000 refused 1\n9001 refused 1\n", tried.stderr); // EPERM
+    const squatter = await sandbox.commands.run("python3 /tmp/squat.py > /tmp/squat.log 2>&1", {
+      background: true,
+      timeout: 0,
+    });
+    try {
+      const started = await sandbox.commands.run(
+        "for i in $(seq 50); do grep -q listening /tmp/squat.log && break; sleep 0.1; done; " +
+          "cat /tmp/squat.log",
+      );
+      assert.equal(started.stdout, "listening\n");
+      assert.equal((await sandbox.commands.run("echo hi")).stdout, "hi\n");
+      await sandbox.files.write("note.txt", "kept");
+      assert.equal(await sandbox.files.read("note.txt"), "kept");
+      await using terminal = await sandbox.getTerminal();
+      terminal.send("echo pty-$((6*7))\n");
+      assert.match(await terminal.expect(/pty-42/), /pty-42/);
+      // A second process: its relay is the engine's exec, which reads where the sockets are.
+      const env = { DOCKER_HOST: engine.host, SANDBAR_PROVIDER: "docker" };
+      const read = await runChild(
+        `const s = await sdk.Sandbox.connect(${JSON.stringify(sandbox.id)});
+         console.log((await s.commands.run("cat note.txt")).stdout.trim());`,
+        env,
+      );
+      assert.equal(read, "kept");
+      const log = await sandbox.commands.run("cat /tmp/squat.log");
+      assert.equal(log.stdout, "listening\n", "the command received none of the requests");
+    } finally {
+      await squatter.kill();
+    }
+  },
+});
