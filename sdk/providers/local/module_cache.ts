@@ -21,17 +21,18 @@
  * process on the host has it open: measured, with none, a sandbox's server loaded its start path
  * with 0.13 s of CPU instead of 0.06, as if there were no cache at all. So the rows for this
  * package's modules and its npm packages are copied into a snapshot of each database under
- * `SANDBAR_HOME/module-cache/<fingerprint>/`, with empty `-wal` and `-shm` files beside it that
- * nothing ever writes. A sandbox gets a `DENO_DIR` of its own, at the host's path so that every
+ * `SANDBAR_HOME/module-cache/<fingerprint>/`, with an empty `-wal` and SQLite's index of it
+ * (`-shm`, `cache_snapshot.ts`) beside it that nothing ever writes. A sandbox gets a `DENO_DIR` of its own, at the host's path so that every
  * module keeps its name (a code cache entry is found by the module's URL), holding these snapshots
  * and the package's parts of the host's `npm/`, `remote/` and `gen/` (`packageCacheDirs`), all
  * read-only: a local sandbox's is a tmpfs made read-only once filled (`launch.ts`); a container's
  * is this directory itself, whose empty directories at those paths the engine binds the host's
  * over (`docker/launch.ts`).
  *
- * A sandbox never gets the host's `DENO_DIR` itself, though its live databases are a little
- * faster to read (measured, ~10 ms to a local sandbox's first command's result: SQLite cannot
- * keep its page cache between lookups without a writable `-shm`). That directory holds every
+ * A sandbox never gets the host's `DENO_DIR` itself. (Its live databases were ~10 ms faster to
+ * read, to a local sandbox's first command's result, while the snapshots' `-shm` was an empty file:
+ * SQLite then kept no page cache between lookups; with its own index there it does,
+ * `cache_snapshot.ts`.) That directory holds every
  * program the host's user ran with Deno: their emitted JavaScript under `gen/file/`, their
  * downloads under `remote/`, their compiled code, string constants and all, in the code cache.
  * None of it is the sandbox's to read. `packageCacheDirs` names what it gets.
@@ -268,8 +269,10 @@ async function run(source: PackageSource, denoDir: string, args: string[]): Prom
 function modulePrefixes(source: PackageSource, denoDir: string): string[] {
   const prefixes = [
     source.dir !== null ? `${pathToFileURL(source.dir).href}/` : source.module(""),
-    // Deno's own modules loaded on demand (its Node compatibility layer: `node:url`, …).
+    // Deno's own modules loaded on demand (its Node compatibility layer: `node:url`, …; some,
+    // such as `node:timers`, are cached under their `node:` name).
     "ext:",
+    "node:",
   ];
   for (const path of new Set([denoDir, realPathOr(denoDir)])) {
     prefixes.push(`${pathToFileURL(path).href}/`);
