@@ -16,6 +16,7 @@ import {
   Sandbox,
   SandboxError,
   SandboxNotFoundError,
+  TimeoutError,
   ValidationError,
 } from "../../sdk/mod.ts";
 import { BASE_IMAGE, dockerIgnored, type TestEngine } from "./docker_engine.ts";
@@ -46,6 +47,14 @@ async function containers(): Promise<{ Id: string; Labels: Record<string, string
  */
 async function execExitCode(id: string, cmd: string[]): Promise<number> {
   return (await provider.engine.exec(`sandbar-${id}`, cmd)).exitCode;
+}
+
+/** The sandboxes' host directories under the provider's home. */
+async function hostDirs(): Promise<string[]> {
+  const names: string[] = [];
+  await Deno.mkdir(join(home, "docker"), { recursive: true });
+  for await (const e of Deno.readDir(join(home, "docker"))) names.push(e.name);
+  return names.sort();
 }
 
 async function assertGone(id: string): Promise<void> {
@@ -274,23 +283,46 @@ Deno.test({
       host: engine!.host,
       dockerfile: `FROM ${BASE_IMAGE}\nRUN ln -sf /bin/false /bin/sh\n`,
     });
-    const dirs = async () => {
-      const names: string[] = [];
-      await Deno.mkdir(join(home, "docker"), { recursive: true });
-      for await (const e of Deno.readDir(join(home, "docker"))) names.push(e.name);
-      return names.sort();
-    };
     // Other docker test files share the engine and run beside this one: only containers of this
     // test's template are its own.
     const ours = async () =>
       (await containers()).filter((c) => c.Labels["sandbar.template"] === image).map((c) => c.Id);
-    const before = { containers: await ours(), dirs: await dirs() };
+    const before = { containers: await ours(), dirs: await hostDirs() };
     await assert.rejects(
       Sandbox.create(image, { provider: "docker", timeout: 60 }),
       (e: Error) => e instanceof SandboxError && /did not start/.test(e.message),
     );
     assert.deepEqual(await ours(), before.containers);
-    assert.deepEqual(await dirs(), before.dirs, "no host directory (nor socket) left");
+    assert.deepEqual(await hostDirs(), before.dirs, "no host directory (nor socket) left");
+  },
+});
+
+Deno.test({
+  name: "docker: a container whose server never says it listens: create fails at its " +
+    "requestTimeout with a clear error, nothing left",
+  ignore,
+  async fn() {
+    await setUp();
+    // Its shell sleeps instead of running the start script: the container runs, but prints
+    // nothing, no relay connects and no server listens.
+    const image = await buildTemplate({
+      name: "sandbar-test-silent",
+      host: engine!.host,
+      dockerfile: `FROM ${BASE_IMAGE}\n` +
+        "RUN mv /bin/sh /bin/sh.real && printf '#!/bin/sh.real\\nexec sleep 600\\n' > /bin/sh" +
+        " && chmod 755 /bin/sh\n",
+    });
+    const ours = async () =>
+      (await containers()).filter((c) => c.Labels["sandbar.template"] === image).map((c) => c.Id);
+    const before = { containers: await ours(), dirs: await hostDirs() };
+    const started = Date.now();
+    await assert.rejects(
+      Sandbox.create(image, { provider: "docker", timeout: 60, requestTimeout: 3 }),
+      (e: Error) => e instanceof TimeoutError && /did not say it listens in time/.test(e.message),
+    );
+    assert.ok(Date.now() - started < 30_000, "create gave up at its requestTimeout");
+    assert.deepEqual(await ours(), before.containers, "its container is removed");
+    assert.deepEqual(await hostDirs(), before.dirs, "no host directory (nor socket) left");
   },
 });
 
