@@ -135,3 +135,73 @@ for port in sys.argv[3:]:
     }
   },
 });
+
+Deno.test({
+  name:
+    "on abstract sockets with a network section: connect only to the egress proxy, bind is free",
+  // Needs python3 (the probe) and Landlock ABI 6 (abstract socket scoping).
+  ignore: !python || landlockAbi() < 6,
+  fn: async () => {
+    const root = await Deno.makeTempDir();
+    // "The internet" (allowed by the rule), and another loopback service (not the proxy).
+    const origin = Deno.serve(
+      { hostname: "127.0.0.2", port: 0, onListen: () => {} },
+      () => new Response("hello from the internet"),
+    );
+    const other = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const server = await startServer({
+      port: 0,
+      ptyPort: 0,
+      abstractSockets: true,
+      root,
+      env: {},
+      audit: () => {},
+      policy: { network: { allow: ["127.0.0.2"] } },
+    });
+    const name = decodeURIComponent(server.url.replace(/^http\+unix:\/\//, ""));
+    const client = Deno.createHttpClient({
+      proxy: { transport: "unix", path: "\0" + name.slice(1) },
+    });
+    try {
+      const script = `
+import os, socket, sys, urllib.request
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect("\\0" + sys.argv[1][1:]); print("server: connected")
+except OSError as e:
+    print("server: refused", e.errno)
+print(urllib.request.urlopen("http://127.0.0.2:" + sys.argv[2] + "/").read().decode())
+s = socket.socket()
+try:
+    s.connect(("127.0.0.1", int(sys.argv[3]))); print("direct: connected")
+except OSError as e:
+    print("direct: refused", e.errno)
+b = socket.socket(); b.bind(("127.0.0.1", 0)); b.listen(); print("bind: ok")
+`;
+      const file = `${root}/probe.py`;
+      await Deno.writeTextFile(file, script);
+      const res = await fetch("http://localhost/process/shell", {
+        client,
+        method: "POST",
+        headers: { authorization: `Bearer ${server.token}`, "content-type": "application/json" },
+        body: JSON.stringify({
+          cmd: `python3 ${file} ${name} ${origin.addr.port} ${other.addr.port}`,
+          timeout: 20,
+        }),
+      });
+      const body = await res.json();
+      // EPERM from the scoping, the page through the identity's proxy, EACCES from Landlock.
+      assert.equal(
+        body.stdout,
+        "server: refused 1\nhello from the internet\ndirect: refused 13\nbind: ok\n",
+        body.stderr,
+      );
+    } finally {
+      client.close();
+      await server.close();
+      other.close();
+      await origin.shutdown();
+      await Deno.remove(root, { recursive: true });
+    }
+  },
+});
