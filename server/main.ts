@@ -66,8 +66,8 @@ options:
   --no-narrow        serve in this process instead of a child under narrowed permissions
   --abstract-sockets listen on two abstract Unix sockets named at random instead of TCP, where
                      Landlock (ABI 6) keeps every process the server starts from connecting to
-                     them; elsewhere on --host and the ports. For a server whose relay is
-                     preloaded into its process (a sandbox's): nothing else learns the names
+                     them; elsewhere on --host and the ports. For a server reached through a
+                     relay preloaded into its process (a sandbox's)
   --version          print the version and exit
   --await-claim      once listening, read one claim line (new tokens, environment) on stdin
                      and print {"event":"claimed"}: a pooled server (server/claim.ts)
@@ -77,7 +77,7 @@ environment:
   SVC_SERVER_TOKEN   the default identity's token, at least ${MIN_TOKEN_LENGTH} characters like every
                      token; without it one is generated and printed once on stderr
   SANDBAR_DATA_DIR   the default of --data-dir
-  SANDBAR_ABSTRACT_SOCKETS=off   TCP even with --abstract-sockets
+  SANDBAR_ABSTRACT_SOCKETS  off: TCP even with --abstract-sockets
 
 Once listening it prints {"event":"listening","url":…,"pty_url":…} on stdout; the policy's
 warnings go to stderr. It stops on SIGINT or SIGTERM, and when the process that started it ends.`;
