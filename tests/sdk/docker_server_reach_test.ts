@@ -5,7 +5,9 @@
  * `/proc/net/unix` is refused by the kernel when it connects, and one that listens on
  * 127.0.0.1:9000 and 9001 receives none of the requests, neither the creating process's (its
  * relay is preloaded into the server) nor a second process's (its relay is started by the
- * engine's exec and reads the server's record of the names).
+ * engine's exec and reads the server's record of the names). With `SANDBAR_ABSTRACT_SOCKETS=off`
+ * on the host the server is on TCP, closed to commands by Landlock's port rules, and a second
+ * process's relay, finding no record, reaches it on 127.0.0.1:9000.
  */
 
 import assert from "node:assert/strict";
@@ -93,6 +95,42 @@ Deno.test({
       assert.equal(log.stdout, "listening\n", "the command received none of the requests");
     } finally {
       await squatter.kill();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "docker, SANDBAR_ABSTRACT_SOCKETS=off: the server on TCP, closed to commands; relays reach it",
+  ignore: dockerIgnored() || landlockAbi() < 4, // TCP port rules
+  async fn() {
+    const { engine } = await docker();
+    const env = { DOCKER_HOST: engine.host, SANDBAR_PROVIDER: "docker" };
+    const created = JSON.parse(
+      await runChild(
+        `const s = await sdk.Sandbox.create(${JSON.stringify(BASE_IMAGE)});
+         const probe = (p) => \`(exec 3<>/dev/tcp/127.0.0.1/\${p}) 2>&1 | grep -q 'Permission denied' && echo \${p}:denied\`;
+         const r = await s.commands.run(
+           "grep -c '@sandbar-' /proc/net/unix; awk '$4 == \\"0A\\" { print $2 }' /proc/net/tcp | sort; " +
+           probe(9000) + "; " + probe(9001), { timeout: 30 });
+         console.log(JSON.stringify({ id: s.id, stdout: r.stdout }));`,
+        { ...env, SANDBAR_ABSTRACT_SOCKETS: "off" },
+      ),
+    );
+    try {
+      assert.equal(
+        created.stdout,
+        "0\n0100007F:2328\n0100007F:2329\n9000:denied\n9001:denied\n",
+      );
+      // A second process: its exec'd relay finds no record of sockets and dials 127.0.0.1:9000.
+      const hi = await runChild(
+        `const s = await sdk.Sandbox.connect(${JSON.stringify(created.id)});
+         console.log((await s.commands.run("echo hi")).stdout.trim());`,
+        env,
+      );
+      assert.equal(hi, "hi");
+    } finally {
+      await Sandbox.killById(created.id, { provider: "docker" });
     }
   },
 });
