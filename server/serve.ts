@@ -188,18 +188,20 @@ class Listener {
   #watch(): void {
     this.#server.finished.catch(async (e) => {
       while (!this.#signal.aborted) {
-        console.error(`sandbar: listener on ${describe(this.addr)} failed (${e}); listening again`);
         this.#onFailure();
+        console.error(`sandbar: listener on ${describe(this.addr)} failed (${e}); listening again`);
         await new Promise((r) => setTimeout(r, RELISTEN_AFTER_MS));
         if (this.#signal.aborted) return;
         try {
           this.#server = await listen(this.#again(this.addr), this.#signal, this.#handler);
-          this.#onListen();
-          this.#watch();
-          return;
         } catch (again) {
           e = again;
+          continue;
         }
+        // Listening again whatever `onListen` meets: a failure of its own is its to report.
+        this.#onListen();
+        this.#watch();
+        return;
       }
     });
   }
@@ -354,21 +356,56 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
     url: urlOf(http, "http"),
     ptyUrl: urlOf(pty, "ws"),
   });
-  const targetsFile = join(stateDir, LISTEN_TARGETS_FILE);
-  // Where the relay finds the sockets: in this process, and in the state directory (which no
-  // confined process may write) for a relay of its own; a TCP server leaves no record there.
-  const publish = () => {
-    if (!sockets) return;
-    const name = (addr: Deno.Addr) => ("path" in addr ? addr.path : "");
-    const text = recordListenTargets({
-      [relayPorts.http]: name(http.addr),
-      [relayPorts.pty]: name(pty.addr),
+  // Where the relays find the server (`shared/listen_targets.ts`): in this process, and in the
+  // state directory (which no confined process may write) for a relay of its own. Asked for
+  // abstract sockets, the server always records: their names, `tcp` where it fell back to TCP,
+  // and null for a listener that failed, from the moment it learns of it until it listens again
+  // (a relay never dials a name the server may have given up). The file is opened once and
+  // rewritten in place: a listener fails for want of descriptors, which is when the record must
+  // still be written; a relay that reads it half written finds no record, and dials nothing.
+  const listeners: { http?: Listener; pty?: Listener } = {};
+  const down = new Set<"http" | "pty">();
+  let targetsFile: Deno.FsFile | undefined;
+  if (options.abstractSockets) {
+    targetsFile = Deno.openSync(join(stateDir, LISTEN_TARGETS_FILE), {
+      write: true,
+      create: true,
+      truncate: true,
+      mode: 0o600,
     });
-    Deno.writeTextFileSync(`${targetsFile}.new`, text, { mode: 0o600 });
-    Deno.renameSync(`${targetsFile}.new`, targetsFile);
-    state.addresses = addresses(http.addr, pty.addr);
+  }
+  const publish = () => {
+    if (!targetsFile) return;
+    const value = (which: "http" | "pty"): string | null => {
+      const addr = listeners[which]?.addr;
+      if (!addr || down.has(which)) return null;
+      return "path" in addr ? addr.path : "tcp";
+    };
+    const bytes = new TextEncoder().encode(recordListenTargets({
+      [relayPorts.http]: value("http"),
+      [relayPorts.pty]: value("pty"),
+    }));
+    try {
+      targetsFile.seekSync(0, Deno.SeekMode.Start);
+      targetsFile.truncateSync(0);
+      for (let at = 0; at < bytes.length;) at += targetsFile.writeSync(bytes.subarray(at));
+    } catch (e) {
+      console.error(`sandbar: writing where the server listens: ${(e as Error).message}`);
+    }
+    if (listeners.http && listeners.pty) {
+      state.addresses = addresses(listeners.http.addr, listeners.pty.addr);
+    }
   };
-  if (options.abstractSockets && !sockets) await Deno.remove(targetsFile).catch(() => {});
+  /** A listener's failure: marked down for the relays first, then idle connections shed. */
+  const failed = (which: "http" | "pty") => () => {
+    down.add(which);
+    publish();
+    shed();
+  };
+  const relistened = (which: "http" | "pty") => () => {
+    down.delete(which);
+    publish();
+  };
   // The default identity's confinement is made ahead of the first command, on its own thread:
   // its one-time set-up would otherwise be that command's wait (on TCP, 65,534 Landlock port
   // rules and their merge into a domain, ~0.1 s; see docs/security.md). How process trees are
@@ -399,24 +436,36 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
   let http: Listener;
   let pty: Listener;
   try {
-    http = await Listener.open(httpBind, again("http"), abort.signal, httpHandler, shed, publish);
-    pty = await Listener.open(ptyBind, again("pty"), abort.signal, ptyHandler, shed, publish);
+    http = listeners.http = await Listener.open(
+      httpBind,
+      again("http"),
+      abort.signal,
+      httpHandler,
+      failed("http"),
+      relistened("http"),
+    );
+    pty = listeners.pty = await Listener.open(
+      ptyBind,
+      again("pty"),
+      abort.signal,
+      ptyHandler,
+      failed("pty"),
+      relistened("pty"),
+    );
   } catch (e) {
     abort.abort();
     guard.close();
+    targetsFile?.close();
     await state.close();
     throw e;
   }
+  // On abstract sockets the guard watches no port: every connection there comes through the
+  // host's gateway and the relay, which forwards only a whole request head read within its own
+  // head timeout, one request per connection (`Connection: close`; `sdk/providers/local/
+  // gateway.ts`), so no idle connection is left for the guard to shed.
   for (const l of [http, pty]) if (l.addr.transport === "tcp") guard.watchPort(l.addr.port);
   state.addresses = addresses(http.addr, pty.addr);
-  try {
-    publish();
-  } catch (e) {
-    abort.abort();
-    guard.close();
-    await state.close();
-    throw e;
-  }
+  publish();
   // Listening: automations due (or missed while stopped) may now fire.
   agents?.automations.start(state);
   let closing: Promise<void> | undefined;
@@ -439,6 +488,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
         closeTrees();
         abort.abort();
         await Promise.allSettled([http.finished(), pty.finished()]);
+        targetsFile?.close();
         if (!options.stateDir) await Deno.remove(stateDir, { recursive: true }).catch(() => {});
       })(),
   };

@@ -31,12 +31,15 @@ import {
   parseListenTargets,
 } from "../../../shared/listen_targets.ts";
 
-/** Where `port` is, by the server's record in `file` (none yet, or none: TCP). */
+/**
+ * Where `port` is, by the server's record in `file`; with no record (not written yet, or read
+ * half written) the server's ports go nowhere and the others to 127.0.0.1.
+ */
 function targetIn(file: string | undefined, port: number): ListenTarget {
   let text = "";
   try {
     if (file) text = Deno.readTextFileSync(file);
-  } catch { /* no record: the server is on TCP */ }
+  } catch { /* no record yet */ }
   return listenTarget(port, parseListenTargets(text));
 }
 

@@ -24,6 +24,7 @@ async function open(
   say: (l: string) => void,
   target: ListenTarget,
 ) {
+  if (target.transport === "none") return say(`fail ${nonce} ${target.why}`);
   let upstream: Deno.Conn;
   try {
     upstream = target.transport === "unix"
