@@ -342,6 +342,18 @@ Deno.test("the gateway refuses malformed heads and other sandboxes' hosts", asyn
     "HTTP/1.1 400 Bad Request",
   );
   assert.equal(await raw("GET /health HTTP/1.1\r\nHost: x\r\n\r\n"), "HTTP/1.1 200 OK");
+  // One request per connection, keep-alive asked for or not: the connection ends after the
+  // answer (reading to its end returns), so no second request passes without the gateway's
+  // checks and no idle connection is left open at the server.
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  const health = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n";
+  await conn.write(new TextEncoder().encode(health));
+  let kept = false;
+  const deadline = setTimeout(() => (kept = true, conn.close()), 10_000);
+  const answers = await new Response(conn.readable).text().catch(() => "");
+  clearTimeout(deadline);
+  assert.ok(!kept, "the connection was kept open after its answer");
+  assert.equal(answers.match(/^HTTP\/1\.1 200 /gm)?.length, 1, answers);
 });
 
 Deno.test("the host's channel cannot be replaced, redirected or joined from inside", async () => {
