@@ -151,3 +151,43 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   };
   return server;
 }
+
+/** A server started by {@linkcode startServerWithFewDescriptors}. */
+export interface FewDescriptorsServer {
+  /** The server's process (`bash` exec'd into `deno`). */
+  child: Deno.ChildProcess;
+  /** Its listening line's `url`. */
+  url: string;
+}
+
+/**
+ * Start `server/main.ts --no-narrow ARGS` in-process (no launcher) with a hard limit of 256
+ * descriptors (bash's `ulimit -n` sets both), so that a few hundred connections end
+ * `Deno.serve`'s accept loop with EMFILE; resolves once it prints its listening line.
+ */
+export async function startServerWithFewDescriptors(
+  args: string[],
+  env: Record<string, string>,
+): Promise<FewDescriptorsServer> {
+  const child = new Deno.Command("bash", {
+    args: [
+      "-c",
+      'ulimit -n 256 && exec "$0" run -A "$1" --no-narrow "${@:2}"',
+      Deno.execPath(),
+      MAIN,
+      ...args,
+    ],
+    env,
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let out = "";
+  while (!out.includes("\n")) {
+    const { value, done } = await lines.read();
+    if (done) throw new Error("the server did not start");
+    out += value;
+  }
+  lines.releaseLock();
+  return { child, url: JSON.parse(out.slice(0, out.indexOf("\n"))).url };
+}

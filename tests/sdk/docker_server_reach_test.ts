@@ -16,38 +16,9 @@ import { landlockAbi } from "../../server/confine/landlock.ts";
 import { BASE_IMAGE, dockerIgnored } from "./docker_engine.ts";
 import { dockerFixture } from "./docker_helpers.ts";
 import { runChild } from "./sandbox_helpers.ts";
+import { CONNECT_ABSTRACT, SQUAT } from "../helpers/server_reach.ts";
 
 const docker = dockerFixture();
-
-/** Connect to each abstract `@name` given: `connected`, or `refused <errno>`. */
-const CONNECT_ABSTRACT = `
-import socket, sys
-for name in sys.argv[1:]:
-    s = socket.socket(socket.AF_UNIX)
-    try:
-        s.connect("\\0" + name[1:])
-        print(name[-4:], "connected")
-    except OSError as e:
-        print(name[-4:], "refused", e.errno)
-`;
-
-/** Listen on 127.0.0.1:9000 and 9001 and print each connection that comes. */
-const SQUAT = `
-import socket, select
-ls = []
-for port in (9000, 9001):
-    l = socket.socket()
-    l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    l.bind(("127.0.0.1", port))
-    l.listen()
-    ls.append(l)
-print("listening", flush=True)
-while True:
-    for l in select.select(ls, [], [])[0]:
-        c, _ = l.accept()
-        print("got a connection on", l.getsockname()[1], flush=True)
-        c.close()
-`;
 
 Deno.test({
   name: "docker: a command cannot connect to the server's sockets, nor take its requests on 9000",

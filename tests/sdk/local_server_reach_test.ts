@@ -12,39 +12,10 @@ import assert from "node:assert/strict";
 import { Sandbox } from "../../sdk/mod.ts";
 import { landlockAbi } from "../../server/confine/landlock.ts";
 import { dropSandbarHome, runChild, useSandbarHome } from "./sandbox_helpers.ts";
+import { CONNECT_ABSTRACT, SQUAT } from "../helpers/server_reach.ts";
 
 const home = await useSandbarHome();
 Deno.test.afterAll(() => dropSandbarHome(home));
-
-/** Connect to each abstract `@name` given: `connected`, or `refused <errno>`. */
-const CONNECT_ABSTRACT = `
-import socket, sys
-for name in sys.argv[1:]:
-    s = socket.socket(socket.AF_UNIX)
-    try:
-        s.connect("\\0" + name[1:])
-        print(name[-4:], "connected")
-    except OSError as e:
-        print(name[-4:], "refused", e.errno)
-`;
-
-/** Listen on 127.0.0.1:9000 and 9001 and print each connection that comes. */
-const SQUAT = `
-import socket, select, sys
-ls = []
-for port in (9000, 9001):
-    l = socket.socket()
-    l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    l.bind(("127.0.0.1", port))
-    l.listen()
-    ls.append(l)
-print("listening", flush=True)
-while True:
-    for l in select.select(ls, [], [])[0]:
-        c, _ = l.accept()
-        print("got a connection on", l.getsockname()[1], flush=True)
-        c.close()
-`;
 
 const python = await new Deno.Command("python3", { args: ["-c", ""] }).output().then(
   (o) => o.success,

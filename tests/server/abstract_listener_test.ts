@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { landlockAbi } from "../../server/confine/landlock.ts";
 import { LISTEN_TARGETS_FILE } from "../../shared/listen_targets.ts";
+import { startServerWithFewDescriptors } from "../helpers/server.ts";
 
 /** The record's text, or "" while there is none. */
 function recordText(file: string): string {
@@ -27,30 +28,13 @@ Deno.test({
     const root = await Deno.makeTempDir({ prefix: "sandbar-test-abstract-emfile-" });
     const stateDir = await Deno.makeTempDir({ prefix: "sandbar-test-abstract-state-" });
     const file = join(stateDir, LISTEN_TARGETS_FILE);
-    const main = new URL("../../server/main.ts", import.meta.url).pathname;
-    const child = new Deno.Command("bash", {
-      args: [
-        "-c",
-        `ulimit -n 256 && exec "$0" run -A "$1" --no-narrow --abstract-sockets --root "$2"`,
-        Deno.execPath(),
-        main,
-        root,
-      ],
-      env: { SVC_SERVER_TOKEN: "abstract-token-0123456789abcdef", SANDBAR_STATE_DIR: stateDir },
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
+    const { child, url } = await startServerWithFewDescriptors(
+      ["--abstract-sockets", "--root", root],
+      { SVC_SERVER_TOKEN: "abstract-token-0123456789abcdef", SANDBAR_STATE_DIR: stateDir },
+    );
     const conns: Deno.Conn[] = [];
     try {
-      const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-      let out = "";
-      while (!out.includes("\n")) {
-        const { value, done } = await lines.read();
-        assert.ok(!done, "the server did not start");
-        out += value;
-      }
-      lines.releaseLock();
-      assert.match(JSON.parse(out.slice(0, out.indexOf("\n"))).url, /^http\+unix:\/\/%40sandbar-/);
+      assert.match(url, /^http\+unix:\/\/%40sandbar-/);
       const first: Record<string, string | null> = JSON.parse(recordText(file));
       const old = first["9000"];
       assert.match(old ?? "", /^\0sandbar-[0-9a-f]{32}-9000$/);

@@ -4,7 +4,11 @@
 // answering within a deadline while hundreds of idle sockets are open, by the server closing
 // each of them, and by its descriptor count coming back down. Loopback only, bounded counts.
 import assert from "node:assert/strict";
-import { startTestServer, type TestServer } from "../helpers/server.ts";
+import {
+  startServerWithFewDescriptors,
+  startTestServer,
+  type TestServer,
+} from "../helpers/server.ts";
 
 const HEAD_TIMEOUT_MS = 1500;
 const MAX_CONNECTIONS = 64;
@@ -147,30 +151,12 @@ Deno.test("connections: a server out of descriptors sheds idle ones and listens 
   // A hard limit of 256 descriptors (bash's `ulimit -n` sets both), and more idle connections
   // than that: Deno.serve's accept loop fails with EMFILE, which used to leave the server deaf.
   const root = await Deno.makeTempDir({ prefix: "sandbar-test-emfile-" });
-  const main = new URL("../../server/main.ts", import.meta.url).pathname;
-  const child = new Deno.Command("bash", {
-    args: [
-      "-c",
-      `ulimit -n 256 && exec "$0" run -A "$1" --no-narrow --port 0 --pty-port 0 --root "$2"`,
-      Deno.execPath(),
-      main,
-      root,
-    ],
-    env: { SVC_SERVER_TOKEN: "emfile-token-0123456789abcdef" },
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
+  const { child, url } = await startServerWithFewDescriptors(
+    ["--port", "0", "--pty-port", "0", "--root", root],
+    { SVC_SERVER_TOKEN: "emfile-token-0123456789abcdef" },
+  );
   const conns: Deno.Conn[] = [];
   try {
-    const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-    let out = "";
-    while (!out.includes("\n")) {
-      const { value, done } = await lines.read();
-      assert.ok(!done, "the server did not start");
-      out += value;
-    }
-    lines.releaseLock();
-    const url: string = JSON.parse(out.slice(0, out.indexOf("\n"))).url;
     const port = Number(new URL(url).port);
     for (let i = 0; i < 400; i++) {
       try {
