@@ -152,8 +152,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   return server;
 }
 
-/** A server started by {@linkcode startServerWithFewDescriptors}. */
-export interface FewDescriptorsServer {
+/** A server started by {@linkcode startServerWithFewDescriptors}; disposing stops it. */
+export interface FewDescriptorsServer extends AsyncDisposable {
   /** The server's process (`bash` exec'd into `deno`). */
   child: Deno.ChildProcess;
   /** Its listening line's `url`. */
@@ -189,5 +189,14 @@ export async function startServerWithFewDescriptors(
     out += value;
   }
   lines.releaseLock();
-  return { child, url: JSON.parse(out.slice(0, out.indexOf("\n"))).url };
+  return {
+    child,
+    url: JSON.parse(out.slice(0, out.indexOf("\n"))).url,
+    async [Symbol.asyncDispose]() {
+      child.kill("SIGTERM");
+      await child.status;
+      await child.stdout.cancel().catch(() => {});
+      await child.stderr.cancel();
+    },
+  };
 }

@@ -16,7 +16,12 @@ import { landlockAbi } from "../../server/confine/landlock.ts";
 import { BASE_IMAGE, dockerIgnored } from "./docker_engine.ts";
 import { dockerFixture } from "./docker_helpers.ts";
 import { runChild } from "./sandbox_helpers.ts";
-import { CONNECT_ABSTRACT, SQUAT } from "../helpers/server_reach.ts";
+import {
+  assertSocketsRefused,
+  assertSquatterGotNothing,
+  startSquatter,
+  useEveryPath,
+} from "../helpers/server_reach.ts";
 
 const docker = dockerFixture();
 
@@ -27,33 +32,10 @@ Deno.test({
   async fn() {
     const { engine } = await docker();
     await using sandbox = await Sandbox.create(BASE_IMAGE, { provider: "docker" });
-    const listed = await sandbox.commands.run(
-      "awk '$6 == \"01\" && $8 ~ /^@sandbar-/ { print $8 }' /proc/net/unix | sort -t- -k3",
-    );
-    const names = listed.stdout.trim().split("\n");
-    assert.equal(names.length, 2, listed.stdout);
-    assert.match(names[0], /^@sandbar-[0-9a-f]{32}-9000$/);
-    assert.match(names[1], /^@sandbar-[0-9a-f]{32}-9001$/);
-    await sandbox.files.write("/tmp/connect.py", CONNECT_ABSTRACT);
-    await sandbox.files.write("/tmp/squat.py", SQUAT);
-    const tried = await sandbox.commands.run(`python3 /tmp/connect.py ${names.join(" ")}`);
-    assert.equal(tried.stdout, "9000 refused 1\n9001 refused 1\n", tried.stderr); // EPERM
-    const squatter = await sandbox.commands.run("python3 /tmp/squat.py > /tmp/squat.log 2>&1", {
-      background: true,
-      timeout: 0,
-    });
+    await assertSocketsRefused(sandbox);
+    const squatter = await startSquatter(sandbox);
     try {
-      const started = await sandbox.commands.run(
-        "for i in $(seq 50); do grep -q listening /tmp/squat.log && break; sleep 0.1; done; " +
-          "cat /tmp/squat.log",
-      );
-      assert.equal(started.stdout, "listening\n");
-      assert.equal((await sandbox.commands.run("echo hi")).stdout, "hi\n");
-      await sandbox.files.write("note.txt", "kept");
-      assert.equal(await sandbox.files.read("note.txt"), "kept");
-      await using terminal = await sandbox.getTerminal();
-      terminal.send("echo pty-$((6*7))\n");
-      assert.match(await terminal.expect(/pty-42/), /pty-42/);
+      await useEveryPath(sandbox);
       // A second process: its relay is the engine's exec, which reads where the sockets are.
       const env = { DOCKER_HOST: engine.host, SANDBAR_PROVIDER: "docker" };
       const read = await runChild(
@@ -62,8 +44,7 @@ Deno.test({
         env,
       );
       assert.equal(read, "kept");
-      const log = await sandbox.commands.run("cat /tmp/squat.log");
-      assert.equal(log.stdout, "listening\n", "the command received none of the requests");
+      await assertSquatterGotNothing(sandbox);
     } finally {
       await squatter.kill();
     }

@@ -12,7 +12,12 @@ import assert from "node:assert/strict";
 import { Sandbox } from "../../sdk/mod.ts";
 import { landlockAbi } from "../../server/confine/landlock.ts";
 import { dropSandbarHome, runChild, useSandbarHome } from "./sandbox_helpers.ts";
-import { CONNECT_ABSTRACT, SQUAT } from "../helpers/server_reach.ts";
+import {
+  assertSocketsRefused,
+  assertSquatterGotNothing,
+  startSquatter,
+  useEveryPath,
+} from "../helpers/server_reach.ts";
 
 const home = await useSandbarHome();
 Deno.test.afterAll(() => dropSandbarHome(home));
@@ -28,38 +33,11 @@ Deno.test({
   ignore: !python || landlockAbi() < 6,
   fn: async () => {
     await using sandbox = await Sandbox.create();
-    const listed = await sandbox.commands.run(
-      // Listening sockets (state 01, flag __SO_ACCEPTCON) of the server, by name.
-      "awk '$6 == \"01\" && $8 ~ /^@sandbar-/ { print $8 }' /proc/net/unix | sort -t- -k3",
-    );
-    const names = listed.stdout.trim().split("\n");
-    assert.equal(names.length, 2, listed.stdout);
-    assert.match(names[0], /^@sandbar-[0-9a-f]{32}-9000$/);
-    assert.match(names[1], /^@sandbar-[0-9a-f]{32}-9001$/);
-    await sandbox.files.write("/tmp/connect.py", CONNECT_ABSTRACT);
-    await sandbox.files.write("/tmp/squat.py", SQUAT);
-    const tried = await sandbox.commands.run(`python3 /tmp/connect.py ${names.join(" ")}`);
-    assert.equal(tried.stdout, "9000 refused 1\n9001 refused 1\n", tried.stderr); // EPERM
-    // Nothing of the server is on TCP now: a command may listen on 9000 and 9001 itself.
-    const squatter = await sandbox.commands.run(
-      "python3 /tmp/squat.py > /tmp/squat.log 2>&1",
-      { background: true },
-    );
+    await assertSocketsRefused(sandbox);
+    const squatter = await startSquatter(sandbox);
     try {
-      const started = await sandbox.commands.run(
-        "for i in $(seq 50); do grep -q listening /tmp/squat.log && break; sleep 0.1; done; " +
-          "cat /tmp/squat.log",
-      );
-      assert.equal(started.stdout, "listening\n");
-      // The client's paths to the server: commands, files, a terminal over the PTY WebSocket.
-      assert.equal((await sandbox.commands.run("echo hi")).stdout, "hi\n");
-      await sandbox.files.write("note.txt", "kept");
-      assert.equal(await sandbox.files.read("note.txt"), "kept");
-      await using terminal = await sandbox.getTerminal();
-      terminal.send("echo pty-$((6*7))\n");
-      assert.match(await terminal.expect(/pty-42/), /pty-42/);
-      const log = await sandbox.commands.run("cat /tmp/squat.log");
-      assert.equal(log.stdout, "listening\n", "the command received none of the requests");
+      await useEveryPath(sandbox);
+      await assertSquatterGotNothing(sandbox);
     } finally {
       await squatter.kill();
     }

@@ -28,13 +28,13 @@ Deno.test({
     const root = await Deno.makeTempDir({ prefix: "sandbar-test-abstract-emfile-" });
     const stateDir = await Deno.makeTempDir({ prefix: "sandbar-test-abstract-state-" });
     const file = join(stateDir, LISTEN_TARGETS_FILE);
-    const { child, url } = await startServerWithFewDescriptors(
+    await using server = await startServerWithFewDescriptors(
       ["--abstract-sockets", "--root", root],
       { SVC_SERVER_TOKEN: "abstract-token-0123456789abcdef", SANDBAR_STATE_DIR: stateDir },
     );
     const conns: Deno.Conn[] = [];
     try {
-      assert.match(url, /^http\+unix:\/\/%40sandbar-/);
+      assert.match(server.url, /^http\+unix:\/\/%40sandbar-/);
       const first: Record<string, string | null> = JSON.parse(recordText(file));
       const old = first["9000"];
       assert.match(old ?? "", /^\0sandbar-[0-9a-f]{32}-9000$/);
@@ -88,10 +88,6 @@ Deno.test({
           c.close();
         } catch { /* closed by the server */ }
       }
-      child.kill("SIGTERM");
-      await child.status;
-      await child.stdout.cancel().catch(() => {});
-      await child.stderr.cancel();
       await Deno.remove(root, { recursive: true });
       await Deno.remove(stateDir, { recursive: true });
     }

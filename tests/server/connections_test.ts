@@ -151,13 +151,13 @@ Deno.test("connections: a server out of descriptors sheds idle ones and listens 
   // A hard limit of 256 descriptors (bash's `ulimit -n` sets both), and more idle connections
   // than that: Deno.serve's accept loop fails with EMFILE, which used to leave the server deaf.
   const root = await Deno.makeTempDir({ prefix: "sandbar-test-emfile-" });
-  const { child, url } = await startServerWithFewDescriptors(
+  await using server = await startServerWithFewDescriptors(
     ["--port", "0", "--pty-port", "0", "--root", root],
     { SVC_SERVER_TOKEN: "emfile-token-0123456789abcdef" },
   );
   const conns: Deno.Conn[] = [];
   try {
-    const port = Number(new URL(url).port);
+    const port = Number(new URL(server.url).port);
     for (let i = 0; i < 400; i++) {
       try {
         conns.push(await Deno.connect({ hostname: "127.0.0.1", port }));
@@ -171,7 +171,7 @@ Deno.test("connections: a server out of descriptors sheds idle ones and listens 
     let status = 0;
     while (status !== 200) {
       assert.ok(Date.now() < deadline, "the server stayed deaf after running out of descriptors");
-      status = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) })
+      status = await fetch(`${server.url}/health`, { signal: AbortSignal.timeout(1000) })
         .then(async (r) => (await r.body?.cancel(), r.status), () => 0);
       if (status !== 200) await new Promise((r) => setTimeout(r, 100));
     }
@@ -181,10 +181,6 @@ Deno.test("connections: a server out of descriptors sheds idle ones and listens 
         c.close();
       } catch { /* closed by the server */ }
     }
-    child.kill("SIGTERM");
-    await child.status;
-    await child.stdout.cancel().catch(() => {});
-    await child.stderr.cancel();
     await Deno.remove(root, { recursive: true });
   }
 });
