@@ -115,3 +115,14 @@ Deno.test("groups loaded on first use answer every id of the table, and only tho
   assert.deepEqual(Object.keys(commandsHandlers).sort(), ids("commands").sort());
   assert.deepEqual(Object.keys(HANDLERS).sort(), ENDPOINTS.map((e) => e.id).sort());
 });
+
+Deno.test("the relay preloaded into every sandbox's server loads the egress bridge only for a network section", async () => {
+  const graph = await staticGraph("sdk/providers/local/relay.ts");
+  // Its egress bridge (and Node's URL layer with it) and the supervisor's side of the channel.
+  const late = graph.filter((m) =>
+    m.startsWith("server/egress/") || m.startsWith("node:") ||
+    m === "sdk/providers/local/channel.ts"
+  );
+  assert.deepEqual(late, []);
+  assert.ok(graph.includes("sdk/providers/local/channel_env.ts"));
+});

@@ -21,27 +21,13 @@
  */
 
 import { BRIDGE_PORT } from "../../../server/egress/bridge.ts";
+export { CHANNEL_ENV } from "./channel_env.ts";
 import { tokensEqual } from "../../../shared/tokens_equal.ts";
 import { randomHex, RelayDials } from "./relay_dials.ts";
 import { type Duplex, writeAll } from "./splice.ts";
 
 /** The channel socket's name in its directory. */
 export const CHANNEL_SOCKET = "relay.sock";
-/**
- * The variables that tell the relay, preloaded into the sandbox's server (`relay.ts`), where its
- * socket, its key file and the egress proxy's socket are. It removes them before the server
- * loads.
- */
-export const CHANNEL_ENV = {
-  socket: "SANDBAR_CHANNEL",
-  key: "SANDBAR_CHANNEL_KEY",
-  egress: "SANDBAR_CHANNEL_EGRESS",
-  /**
-   * `1`: the server goes on when the channel ends (a docker sandbox outlives the process that
-   * created it, and other processes reach it through relays of their own).
-   */
-  keep: "SANDBAR_CHANNEL_KEEP",
-} as const;
 /** The relay's one-time key, in the sandbox's run directory. */
 export const RELAY_KEY_FILE = "relay_key";
 /** The egress proxy's socket in the channel directory (the sandbox's only way out). */

@@ -55,6 +55,8 @@ import { packageFingerprint } from "./pool.ts";
 /** The modules a sandbox's server loads before its first command answers, or soon after. */
 export const START_MODULES: readonly string[] = [
   "sdk/providers/local/relay.ts",
+  // What the relay loads in a sandbox with a network section (its egress bridge).
+  "server/egress/bridge.ts",
   "server/main.ts",
   // What `server/main.ts` imports when it serves, and what a pooled or JSONC-configured one adds.
   "server/serve.ts",
