@@ -16,8 +16,6 @@ import { CommandRegistry } from "./named_commands/registry.ts";
 import { ConnectionGuard } from "./pipeline/connection_guard.ts";
 import { HANDLERS } from "./handlers/mod.ts";
 import { type AuditSink, jsonLinesSink } from "./pipeline/audit.ts";
-import { EGRESS_SERVICE, IdentityProxies } from "./egress/identity_proxies.ts";
-import { SOCKET_EGRESS_SERVICE, SocketProxies } from "./egress/socket_proxies.ts";
 import { abstractSocketsUnavailable, confinements, procAccess } from "./confine/confinement.ts";
 import {
   drawSocketName,
@@ -292,20 +290,24 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
   const state = new ServerState(policy, root, commands, stateDir);
   const sink = options.audit ?? jsonLinesSink(Deno.stderr);
   const network = policy.network;
-  // Each identity's processes reach out only through its egress proxy, audited with the rest.
+  // Each identity's processes reach out only through its egress proxy, audited with the rest;
+  // loaded only here, so that a server without a network section (a sandbox's: its network is
+  // its provider's) never loads the proxy.
   if (network) {
+    const { EGRESS_SERVICE, IdentityProxies } = await import("./egress/identity_proxies.ts");
     state.service(EGRESS_SERVICE, () => new IdentityProxies(network, sink, policy.audit));
   }
-  // Restricted agents environments reach out through proxies on sockets, audited here too.
-  state.service(
-    SOCKET_EGRESS_SERVICE,
-    () => new SocketProxies(`${stateDir}/egress`, sink, policy.audit),
-  );
   let agents: AgentsService | undefined;
   if ([...policy.endpoints.values()].some((e) => e.spec.group === "agents" && e.enabled)) {
     // Opened now, so that a store this version cannot read stops the server with the reason;
     // loaded only here, so that a server without the group never loads it.
-    const { AGENTS_SERVICE, AgentsService } = await import("./agents/service.ts");
+    const [{ AGENTS_SERVICE, AgentsService }, { SOCKET_EGRESS_SERVICE, SocketProxies }] =
+      await Promise.all([import("./agents/service.ts"), import("./egress/socket_proxies.ts")]);
+    // Restricted agents environments reach out through proxies on sockets, audited here too.
+    state.service(
+      SOCKET_EGRESS_SERVICE,
+      () => new SocketProxies(`${stateDir}/egress`, sink, policy.audit),
+    );
     agents = await AgentsService.open(
       agentsConfig(dataDir, env, file),
       options.automationClock,

@@ -47,9 +47,9 @@ import {
 } from "./rules.ts";
 import { Spawner } from "./spawner.ts";
 import { PROGRAM_DIRS } from "../guards/commands/program_dirs.ts";
-import { EGRESS_SERVICE, IdentityProxies } from "../egress/identity_proxies.ts";
+import { EGRESS_SERVICE } from "../egress/service_keys.ts";
+import type { IdentityProxies } from "../egress/identity_proxies.ts";
 import { bridgeFiles, proxyEnvironment } from "../egress/bridge.ts";
-import { jsonLinesSink } from "../pipeline/audit.ts";
 import { missingScope } from "../policy/scopes.ts";
 
 /** What a confined process is for. */
@@ -331,10 +331,10 @@ export class Confinements implements Service {
   egressPort(identity: string): number | null {
     const network = this.#state.policy.network;
     if (!network) return null;
-    const proxies = this.#state.service(
-      EGRESS_SERVICE,
-      () => new IdentityProxies(network, jsonLinesSink(Deno.stderr), this.#state.policy.audit),
-    );
+    // Started with the server (`startServer`), which alone loads the proxy's code.
+    const proxies = this.#state.service<IdentityProxies>(EGRESS_SERVICE, () => {
+      throw new Error("the policy has a network section, but the server started no egress proxies");
+    });
     return network.has(identity) ? proxies.port(identity) : null;
   }
 

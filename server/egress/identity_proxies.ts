@@ -13,8 +13,7 @@ import { EgressProxy } from "./proxy.ts";
 
 import type { NetworkRules } from "./rules.ts";
 
-/** The key of the service in the server's state. */
-export const EGRESS_SERVICE = "egress";
+export { EGRESS_SERVICE } from "./service_keys.ts";
 
 /**
  * One proxy per identity.

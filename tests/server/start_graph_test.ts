@@ -126,3 +126,16 @@ Deno.test("the relay preloaded into every sandbox's server loads the egress brid
   assert.deepEqual(late, []);
   assert.ok(graph.includes("sdk/providers/local/channel_env.ts"));
 });
+
+Deno.test("the egress proxy loads at start only in a server whose policy has a network section", async () => {
+  const graph = await staticGraph("server/serve.ts");
+  for (
+    const m of [
+      "server/egress/proxy.ts",
+      "server/egress/identity_proxies.ts",
+      "server/egress/socket_proxies.ts",
+    ]
+  ) {
+    assert.ok(!graph.includes(m), `${m} loads at start`);
+  }
+});
