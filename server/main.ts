@@ -258,6 +258,22 @@ async function serve(args: Args): Promise<number> {
   const auditFile = args["audit-log"]
     ? await Deno.open(args["audit-log"], { append: true, create: true })
     : undefined;
+  // Listened for before the server makes anything: a signal at any moment after (while it
+  // starts, right after its listening line, while a pooled server waits for its claim) stops it
+  // through `close`, which removes what it made (its state directory), instead of killing it.
+  const stopped = Promise.withResolvers<void>();
+  for (const s of ["SIGINT", "SIGTERM"] as const) {
+    Deno.addSignalListener(s, () => stopped.resolve());
+  }
+  // Started by the launcher or by a wrapper that does not forward signals: stop with it.
+  const stopWatching = watchParent(() => stopped.resolve());
+  const stop = async (server: { close(): Promise<void> }) => {
+    stopWatching();
+    await server.close();
+    auditFile?.close();
+  };
+  let stopAsked = false;
+  stopped.promise.then(() => stopAsked = true);
   const server = await startServer({
     host: args.host,
     port: args.port,
@@ -291,30 +307,30 @@ async function serve(args: Args): Promise<number> {
     if (identity.token_env) secrets.push(identity.token_env);
   }
   forgetSecretVariables(secrets);
+  if (stopAsked) {
+    await stop(server);
+    return 0;
+  }
   console.log(JSON.stringify({ event: "listening", url: server.url, pty_url: server.ptyUrl }));
   console.error(`sandbar: listening on ${server.url} (PTY ${server.ptyUrl})`);
   if (args["await-claim"]) {
     try {
       // Waiting for a claim leaves time for the groups a claimant's first requests would load.
       const preload = import("./handlers/mod.ts").then((m) => m.groupsUsedSoon()).catch(() => {});
-      await (await import("./claim.ts")).awaitClaim(server.state);
+      const claimed = (await import("./claim.ts")).awaitClaim(server.state).then(() => true);
+      if (!await Promise.race([claimed, stopped.promise.then(() => false)])) {
+        await stop(server);
+        return 0;
+      }
       await preload;
     } catch (e) {
       console.error(`sandbar: ${(e as Error).message}`);
-      await server.close();
+      await stop(server);
       return 1;
     }
   }
-  const stopped = Promise.withResolvers<void>();
-  for (const s of ["SIGINT", "SIGTERM"] as const) {
-    Deno.addSignalListener(s, () => stopped.resolve());
-  }
-  // Started by the launcher or by a wrapper that does not forward signals: stop with it.
-  const stopWatching = watchParent(() => stopped.resolve());
   await stopped.promise;
-  stopWatching();
-  await server.close();
-  auditFile?.close();
+  await stop(server);
   return 0;
 }
 

@@ -169,3 +169,52 @@ Deno.test("killing a parent that does not forward SIGTERM (as npx) ends the serv
     await Deno.remove(root, { recursive: true });
   }
 });
+
+Deno.test("SIGTERM right after the listening line, or while waiting for a claim, leaves nothing", async () => {
+  // The server's state directory is made in TMPDIR (no SANDBAR_STATE_DIR): a signal that came
+  // before its listeners did used to kill it there, leaving the directory behind.
+  for (const extra of [[], ["--await-claim"]]) {
+    const tmp = await Deno.makeTempDir({ prefix: "sandbar-test-stop-" });
+    const root = await Deno.makeTempDir({ prefix: "sandbar-test-stop-root-" });
+    try {
+      const child = new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "-A",
+          MAIN,
+          "--no-narrow",
+          "--port",
+          "0",
+          "--pty-port",
+          "0",
+          "--root",
+          root,
+          ...extra,
+        ],
+        env: { SVC_SERVER_TOKEN: TOKEN, TMPDIR: tmp },
+        stdin: "piped",
+        stdout: "piped",
+        stderr: "null",
+      }).spawn();
+      const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+      let out = "";
+      while (!out.includes("\n")) {
+        const { value, done } = await lines.read();
+        assert.ok(!done, "the server did not start");
+        out += value;
+      }
+      assert.match(out, /"event":"listening"/);
+      const made = [...Deno.readDirSync(tmp)].map((e) => e.name);
+      assert.equal(made.filter((n) => n.startsWith("sandbar-")).length, 1, `made: ${made}`);
+      child.kill("SIGTERM");
+      const status = await child.status;
+      await lines.cancel();
+      await child.stdin.close().catch(() => {});
+      assert.equal(status.code, 0, `${extra}: stopped, not killed`);
+      assert.deepEqual([...Deno.readDirSync(tmp)].map((e) => e.name), [], `${extra}: left`);
+    } finally {
+      await Deno.remove(tmp, { recursive: true });
+      await Deno.remove(root, { recursive: true });
+    }
+  }
+});
