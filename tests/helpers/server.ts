@@ -105,6 +105,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     if (done) {
       await child.status;
       await errDone;
+      if (ownRoot) await Deno.remove(root, { recursive: true }).catch(() => {});
+      if (policyDir) await Deno.remove(policyDir, { recursive: true }).catch(() => {});
       throw new Error(`server exited before listening:\n${err}`);
     }
     out += value;
