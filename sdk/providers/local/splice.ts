@@ -16,7 +16,16 @@ export interface Duplex {
   write(p: Uint8Array): Promise<number>;
   /** Close both directions. */
   close(): void;
+  /** End the writing direction only (TCP and Unix connections have it). */
+  closeWrite?(): Promise<void>;
 }
+
+/**
+ * How long a closed splice keeps reading what its client still sends, after its last byte and
+ * its end went out: closing a socket with bytes unread makes the kernel answer with a reset,
+ * which can destroy the answer in the client's buffer before the client reads it.
+ */
+const LINGER_MS = 2000;
 
 /** Write all of `bytes`. */
 export async function writeAll(w: Duplex, bytes: Uint8Array): Promise<void> {
@@ -24,12 +33,26 @@ export async function writeAll(w: Duplex, bytes: Uint8Array): Promise<void> {
   while (off < bytes.length) off += await w.write(bytes.subarray(off));
 }
 
-async function copy(from: Duplex, to: Duplex): Promise<void> {
+/** How a copy ended: its source ended, reading its source failed, or writing failed. */
+type CopyEnd = "ended" | "read failed" | "write failed";
+
+async function copy(from: Duplex, to: Duplex): Promise<CopyEnd> {
   const buf = new Uint8Array(CHUNK);
   while (true) {
-    const n = await from.read(buf);
-    if (n === null) return;
-    await writeAll(to, buf.subarray(0, n));
+    let n: number | null;
+    try {
+      n = await from.read(buf);
+    } catch {
+      return "read failed";
+    }
+    if (n === null) return "ended";
+    try {
+      await writeAll(to, buf.subarray(0, n));
+    } catch {
+      // The other side takes no more: what still comes is read and dropped until it ends.
+      while (await from.read(buf).catch(() => null) !== null) { /* drop */ }
+      return "write failed";
+    }
   }
 }
 
@@ -41,9 +64,12 @@ function closeQuietly(c: Duplex): void {
 
 /**
  * Copy `client` → `upstream` and `upstream` → `client` until the upstream side ends (or
- * either side fails), then close both. The end of the client's side alone does not end the
- * splice unless `closeOnClientEnd` is set: an HTTP client may stop sending and still wait for
+ * fails, or the client fails), then close both. The end of the client's side alone does not end
+ * the splice unless `closeOnClientEnd` is set: an HTTP client may stop sending and still wait for
  * the answer, while a WebSocket client that goes away should take the upstream side with it.
+ * Nor does `upstream` refusing more of the client's bytes: a server answers and closes with a
+ * request still coming (one that was too large, or a second one pipelined behind a
+ * `Connection: close`), and its answer must still reach the client.
  */
 export async function splice(
   client: Duplex,
@@ -51,13 +77,30 @@ export async function splice(
   closeOnClientEnd: boolean,
 ): Promise<void> {
   const done = Promise.withResolvers<void>();
-  const finish = () => {
-    closeQuietly(client);
+  let clientEnded = false;
+  let finishing = false;
+  const finish = async (linger: boolean) => {
+    if (finishing) return;
+    finishing = true;
     closeQuietly(upstream);
+    if (linger && !clientEnded && client.closeWrite) {
+      // The answer and its end go out first; the client's own end (or the timer) closes.
+      await client.closeWrite().catch(() => {});
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        fromClient,
+        new Promise((r) => timer = setTimeout(r, LINGER_MS)),
+      ]);
+      clearTimeout(timer);
+    }
+    closeQuietly(client);
     done.resolve();
   };
-  copy(client, upstream).then(() => closeOnClientEnd && finish(), finish);
-  copy(upstream, client).then(finish, finish);
+  const fromClient = copy(client, upstream).then((end) => {
+    clientEnded = true;
+    if (end === "read failed" || (end === "ended" && closeOnClientEnd)) finish(false);
+  });
+  copy(upstream, client).then((end) => finish(end === "ended"));
   await done.promise;
 }
 
