@@ -183,17 +183,10 @@ export async function startServerWithFewDescriptors(
     stdout: "piped",
     stderr: "piped",
   }).spawn();
-  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let out = "";
-  while (!out.includes("\n")) {
-    const { value, done } = await lines.read();
-    if (done) throw new Error("the server did not start");
-    out += value;
-  }
-  lines.releaseLock();
+  const { url } = await listeningLine(child.stdout);
   return {
     child,
-    url: JSON.parse(out.slice(0, out.indexOf("\n"))).url,
+    url,
     async [Symbol.asyncDispose]() {
       child.kill("SIGTERM");
       await child.status;
@@ -201,4 +194,33 @@ export async function startServerWithFewDescriptors(
       await child.stderr.cancel();
     },
   };
+}
+
+/**
+ * The first line a server prints on `stdout`, its listening line, parsed; throws when the stream
+ * ends first, or when the line is not the listening line.
+ */
+export async function listeningLine(
+  stdout: ReadableStream<Uint8Array>,
+): Promise<{ event: "listening"; url: string; pty_url: string }> {
+  const lines = stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let out = "";
+  while (!out.includes("\n")) {
+    const { value, done } = await lines.read();
+    if (done) throw new Error(`the server did not start: ${out}`);
+    out += value;
+  }
+  lines.releaseLock();
+  const line = JSON.parse(out.slice(0, out.indexOf("\n")));
+  if (line.event !== "listening") throw new Error(`not a listening line: ${out}`);
+  return line;
+}
+
+/** Close every connection of `conns`, those the server closed already included. */
+export function closeAll(conns: Deno.Conn[]): void {
+  for (const c of conns.splice(0)) {
+    try {
+      c.close();
+    } catch { /* closed by the server */ }
+  }
 }

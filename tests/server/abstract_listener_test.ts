@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { landlockAbi } from "../../server/confine/landlock.ts";
 import { LISTEN_TARGETS_FILE } from "../../shared/listen_targets.ts";
-import { startServerWithFewDescriptors } from "../helpers/server.ts";
+import { closeAll, startServerWithFewDescriptors } from "../helpers/server.ts";
 
 /**
  * The record's entry for 9000, or undefined while there is none to read (the server rewrites
@@ -69,7 +69,7 @@ Deno.test({
       }
       assert.ok(conns.length > 200, `only ${conns.length} connections opened`);
       // Behind the host's gateway a connection carries one request and ends: these end too.
-      for (const c of conns.splice(0)) c.close();
+      closeAll(conns);
       // It comes back on a new name, which answers.
       const deadline = Date.now() + 30_000;
       let now: string | null | undefined = old;
@@ -95,11 +95,7 @@ Deno.test({
       );
       assert.equal(values.lastIndexOf(old), 0, "the old name was recorded again after it failed");
     } finally {
-      for (const c of conns) {
-        try {
-          c.close();
-        } catch { /* closed by the server */ }
-      }
+      closeAll(conns);
       await Deno.remove(root, { recursive: true });
       await Deno.remove(stateDir, { recursive: true });
     }

@@ -3,7 +3,7 @@
 // whatever started it.
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
-import { startTestServer } from "../helpers/server.ts";
+import { listeningLine, startTestServer } from "../helpers/server.ts";
 
 const MAIN = fileURLToPath(new URL("../../server/main.ts", import.meta.url));
 const EXAMPLE = fileURLToPath(new URL("../../examples/policy.jsonc", import.meta.url));
@@ -196,19 +196,12 @@ Deno.test("SIGTERM right after the listening line, or while waiting for a claim,
         stdout: "piped",
         stderr: "null",
       }).spawn();
-      const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-      let out = "";
-      while (!out.includes("\n")) {
-        const { value, done } = await lines.read();
-        assert.ok(!done, "the server did not start");
-        out += value;
-      }
-      assert.match(out, /"event":"listening"/);
+      await listeningLine(child.stdout);
       const made = [...Deno.readDirSync(tmp)].map((e) => e.name);
       assert.equal(made.filter((n) => n.startsWith("sandbar-")).length, 1, `made: ${made}`);
       child.kill("SIGTERM");
       const status = await child.status;
-      await lines.cancel();
+      await child.stdout.cancel().catch(() => {});
       await child.stdin.close().catch(() => {});
       assert.equal(status.code, 0, `${extra}: stopped, not killed`);
       assert.deepEqual([...Deno.readDirSync(tmp)].map((e) => e.name), [], `${extra}: left`);

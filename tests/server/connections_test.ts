@@ -5,6 +5,7 @@
 // each of them, and by its descriptor count coming back down. Loopback only, bounded counts.
 import assert from "node:assert/strict";
 import {
+  closeAll,
   startServerWithFewDescriptors,
   startTestServer,
   type TestServer,
@@ -176,11 +177,7 @@ Deno.test("connections: a server out of descriptors sheds idle ones and listens 
       if (status !== 200) await new Promise((r) => setTimeout(r, 100));
     }
   } finally {
-    for (const c of conns) {
-      try {
-        c.close();
-      } catch { /* closed by the server */ }
-    }
+    closeAll(conns);
     await Deno.remove(root, { recursive: true });
   }
 });
