@@ -10,7 +10,7 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type AgentsConfig, upstreamHost } from "./agents/config.ts";
-import { permissionFlags } from "./confine/deno_permissions.ts";
+import { permissionFlags, type ServerRuntime } from "./confine/deno_permissions.ts";
 import type { CompiledPolicy } from "./policy/compile.ts";
 
 /** What the command line is made from. */
@@ -51,6 +51,12 @@ export interface NarrowedServerInputs {
   denoFlags?: readonly string[];
   /** The server listens on abstract sockets (`--abstract-sockets`): see `permissionFlags`. */
   abstractSockets?: boolean;
+  /**
+   * The server runs in another file system and environment (a container): its `PATH` and
+   * `DENO_DIR` there, whose directories its permissions name instead of this process's (see
+   * `permissionFlags`); its Deno binary is {@linkcode NarrowedServerInputs.deno}.
+   */
+  inside?: Omit<ServerRuntime, "deno">;
 }
 
 /**
@@ -120,6 +126,7 @@ export function narrowedServerArgv(inputs: NarrowedServerInputs): string[] {
     dataDir: inputs.agents?.dataDir,
     upstreamHost: inputs.agents ? upstreamHost(inputs.agents) : undefined,
     abstractSockets: inputs.abstractSockets,
+    inside: inputs.inside && { ...inputs.inside, deno: inputs.deno ?? Deno.execPath() },
   });
   return [
     inputs.deno ?? Deno.execPath(),

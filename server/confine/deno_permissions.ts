@@ -46,6 +46,24 @@ export interface PermissionInputs {
    * of the same namespace and named Unix sockets the server can see.
    */
   abstractSockets?: boolean;
+  /**
+   * Where the server runs in a file system and environment other than this process's (a
+   * container): its `PATH`, its Deno binary and its `DENO_DIR` there, which are readable instead
+   * of this process's own (whose directories, such as a `~/.cargo/bin` on the host's `PATH`, may
+   * not exist there, while the image's own do). A chosen Chromium (`SANDBAR_CHROMIUM`) is this
+   * process's setting and is not added then.
+   */
+  inside?: ServerRuntime;
+}
+
+/** The server's runtime as seen where it runs: see {@linkcode PermissionInputs.inside}. */
+export interface ServerRuntime {
+  /** Its `PATH`. */
+  path: string;
+  /** Its Deno binary. */
+  deno: string;
+  /** Its `DENO_DIR`. */
+  denoDir: string;
 }
 
 /** Read-only system locations the system group and the runtime itself need. */
@@ -106,7 +124,8 @@ export function permissionFlags(inputs: PermissionInputs): string[] {
   // Loaded by URL (from a registry) the package is in Deno's cache, which is read below.
   const here = new URL(import.meta.url);
   const packageDir = here.protocol === "file:" ? resolve(dirname(here.pathname), "../..") : null;
-  const denoDir = Deno.env.get("DENO_DIR") ??
+  const { inside } = inputs;
+  const denoDir = inside?.denoDir ?? Deno.env.get("DENO_DIR") ??
     resolve(Deno.env.get("HOME") ?? "/root", ".cache/deno");
   const read = new Set([
     ...policy.paths.allow,
@@ -120,11 +139,12 @@ export function permissionFlags(inputs: PermissionInputs): string[] {
   // process_invalid for a missing one, and to skip bash for plain commands); that needs a look
   // into each PATH directory and at the Deno that runs run_code's JavaScript. Listing where
   // programs live reveals nothing the shell cannot already see.
-  for (const dir of (Deno.env.get("PATH") ?? "").split(":")) if (isAbsolute(dir)) read.add(dir);
+  const path = inside ? inside.path : Deno.env.get("PATH") ?? "";
+  for (const dir of path.split(":")) if (isAbsolute(dir)) read.add(dir);
   // puppeteer checks that the Chromium it launches exists; a chosen one may live anywhere.
-  const chromium = Deno.env.get("SANDBAR_CHROMIUM");
+  const chromium = inside ? undefined : Deno.env.get("SANDBAR_CHROMIUM");
   if (browserEnabled(policy) && chromium && isAbsolute(chromium)) read.add(chromium);
-  read.add(dirname(Deno.execPath()));
+  read.add(dirname(inside?.deno ?? Deno.execPath()));
   if (inputs.commandsFile) read.add(dirname(resolve(inputs.commandsFile)));
   if (inputs.policyFile) read.add(resolve(inputs.policyFile));
   const write = new Set([...policy.paths.allow, inputs.stateDir]);

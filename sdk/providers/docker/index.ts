@@ -54,6 +54,7 @@ import { Engine, engineAddress, EngineError, engineIsLocal } from "./engine.ts";
 import {
   ACCESS_TOKEN_ENV,
   containerBody,
+  containerPath,
   INSIDE,
   policyFor,
   RELAY_KEY_INSIDE,
@@ -247,7 +248,9 @@ export class DockerProvider implements SandboxProvider {
       }
     }
     this.#requireLocal();
-    const image = await this.engine.call<{ Id: string; Config: { User?: string } } | null>(
+    const image = await this.engine.call<
+      { Id: string; Config: { User?: string; Env?: string[] | null } } | null
+    >(
       "GET",
       `/images/${encodeURIComponent(request.template)}/json`,
       { accept: [404] },
@@ -271,7 +274,7 @@ export class DockerProvider implements SandboxProvider {
     await Deno.mkdir(join(hostDir, "sock"), { recursive: true, mode: 0o755 });
     await Deno.chmod(hostDir, 0o755);
     try {
-      return await this.#start(request, image.Id, id, hostDir, volumes, egressDir);
+      return await this.#start(request, image, id, hostDir, volumes, egressDir);
     } catch (e) {
       // As kill does: a container that ended by itself is being removed by the engine
       // (`AutoRemove`, a 409 here), and is waited for, so that nothing is left when this throws.
@@ -289,7 +292,7 @@ export class DockerProvider implements SandboxProvider {
 
   async #start(
     request: ProviderCreateRequest,
-    imageId: string,
+    image: { Id: string; Config: { Env?: string[] | null } },
     id: string,
     hostDir: string,
     volumes: Record<string, string>,
@@ -332,6 +335,8 @@ export class DockerProvider implements SandboxProvider {
     const egressSocket = network ? `${INSIDE.host}/${EGRESS_SOCKET}` : undefined;
     const server = serverArgv({
       source,
+      path: containerPath(env, image.Config.Env),
+      denoDir: cache,
       policy,
       env: { ...env, SVC_SERVER_TOKEN: serverToken, [ACCESS_TOKEN_ENV]: accessToken },
       commandsFile,
@@ -343,7 +348,7 @@ export class DockerProvider implements SandboxProvider {
     // read-only, so that the server does not transpile its modules at every start.
     const moduleCache = await warmModuleCache(source, cache, this.#sandbarHome) ?? undefined;
     // What the image has, when one of its sandboxes looked before (the start script then does not).
-    const probeAt = probeEntry(this.#sandbarHome, imageId, request.envs, volumes);
+    const probeAt = probeEntry(this.#sandbarHome, image.Id, request.envs, volumes);
     const probed = probeAt ? await readProbe(probeAt) : null;
     const now = Date.now();
     const endAt = now + request.timeout * 1000;
@@ -400,7 +405,7 @@ export class DockerProvider implements SandboxProvider {
     }
     const body = containerBody({
       // By id: the image checked above and whose probe is kept, even if its name moves meanwhile.
-      image: imageId,
+      image: image.Id,
       probed: probed ?? undefined,
       labels,
       // Where the preloaded relay finds its socket and key (it removes them before the server

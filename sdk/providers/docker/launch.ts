@@ -100,10 +100,42 @@ export function policyFor(
   return { ...base, ...user, identities: [...identities, access] };
 }
 
+/**
+ * The `PATH` an engine gives a container whose image and create body set none (Docker's
+ * `DefaultPathEnv`, Podman's alike).
+ */
+export const ENGINE_DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/**
+ * The `PATH` the container's processes start with: the sandbox's own (`env`), else the image's
+ * (its configuration's `Env`), else the engine's default. Never this host's.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { containerPath, ENGINE_DEFAULT_PATH } from "./launch.ts";
+ * assert.equal(containerPath({}, ["LANG=C", "PATH=/opt/conda/bin:/usr/bin"]), "/opt/conda/bin:/usr/bin");
+ * assert.equal(containerPath({ PATH: "/tools" }, ["PATH=/usr/bin"]), "/tools");
+ * assert.equal(containerPath({}, null), ENGINE_DEFAULT_PATH);
+ * ```
+ */
+export function containerPath(
+  env: Record<string, string>,
+  imageEnv: readonly string[] | null | undefined,
+): string {
+  if (env.PATH !== undefined) return env.PATH;
+  const image = (imageEnv ?? []).findLast((e) => e.startsWith("PATH="));
+  return image !== undefined ? image.slice("PATH=".length) : ENGINE_DEFAULT_PATH;
+}
+
 /** Inputs of {@linkcode serverArgv}. */
 export interface ServerInputs {
   /** The package. */
   source: PackageSource;
+  /** The container's `PATH` ({@linkcode containerPath}): its directories are readable. */
+  path: string;
+  /** `DENO_DIR` (on the host, bound at the same path inside). */
+  denoDir: string;
   /** The policy. */
   policy: Record<string, unknown>;
   /** The server's environment (with both tokens, for the policy's compilation). */
@@ -146,6 +178,8 @@ export function serverArgv(inputs: ServerInputs): string[] {
     policyFile,
     cachedOnly: true,
     abstractSockets: true,
+    // The permissions name the container's PATH and Deno, never the host's.
+    inside: { path: inputs.path, denoDir: inputs.denoDir },
     // The relay's own permissions on top of the server's: its socket (and the egress
     // proxy's), its key.
     denoFlags: [
