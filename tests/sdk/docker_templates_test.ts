@@ -3,7 +3,8 @@
  * (a step that installs a Debian package, with no network: a `.deb` made here with `dpkg-deb`
  * and sent in the build context), then used; a snapshot taken after writing a file, seen by a
  * new sandbox; a named volume that keeps a file after its sandbox is killed; an anonymous volume
- * of the image removed with its sandbox.
+ * of the image removed with its sandbox; an image's probe kept for its next sandboxes, and pruned
+ * once the engine no longer has the image.
  */
 
 import assert from "node:assert/strict";
@@ -22,9 +23,10 @@ const ignore = dockerIgnored();
 const docker = dockerFixture();
 let engine: TestEngine | undefined;
 let provider: DockerProvider;
+let home = "";
 
 async function setUp(): Promise<void> {
-  ({ engine, provider } = await docker());
+  ({ engine, provider, home } = await docker());
 }
 
 async function volumes(): Promise<string[]> {
@@ -206,5 +208,52 @@ Deno.test({
     await using bare = await Sandbox.create(without, { provider: "docker" });
     assert.ok(!bare.capabilities.has("code"), "no python3: no code, whatever the other image had");
     assert.ok(bare.capabilities.has("commands"));
+  },
+});
+
+Deno.test({
+  name: "docker: a new probe entry prunes the entries of images the engine no longer has; a " +
+    "live image's stays",
+  ignore,
+  async fn() {
+    await setUp();
+    const probes = join(home, "docker-probes");
+    const entryOf = async (image: string) => {
+      const { Id } = await provider.engine.call<{ Id: string }>("GET", `/images/${image}/json`);
+      return join(probes, Id.replace(/^sha256:/, ""));
+    };
+    const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
+    // Each build a new image id (its label), so no entry of another run's is there.
+    const build = (name: string) =>
+      buildTemplate({
+        name,
+        host: engine!.host,
+        dockerfile: `FROM ${BASE_IMAGE}\nLABEL sandbar.test=${crypto.randomUUID()}\n`,
+      });
+    {
+      await using live = await Sandbox.create(BASE_IMAGE, { provider: "docker" });
+      assert.ok(live.capabilities.has("commands"));
+    }
+    const liveEntry = await entryOf(BASE_IMAGE);
+    assert.ok(await exists(liveEntry), "the base image's first sandbox kept its probe");
+    // An image probed by its sandbox, then removed from the engine: its entry is stale.
+    const gone = await build("sandbar-test-probe-gone");
+    const goneEntry = await entryOf(gone);
+    {
+      await using sandbox = await Sandbox.create(gone, { provider: "docker" });
+      assert.ok(sandbox.capabilities.has("commands"));
+    }
+    assert.ok(await exists(goneEntry));
+    await provider.engine.call("DELETE", `/images/${gone}`, { query: { force: true } });
+    // Another image's first sandbox writes its entry and prunes the stale one.
+    const fresh = await build("sandbar-test-probe-fresh");
+    {
+      await using sandbox = await Sandbox.create(fresh, { provider: "docker" });
+      assert.ok(sandbox.capabilities.has("commands"));
+    }
+    assert.ok(await exists(await entryOf(fresh)), "the new image's entry");
+    assert.ok(!(await exists(goneEntry)), "the removed image's entry is pruned");
+    assert.ok(await exists(liveEntry), "a live image's entry stays");
+    await provider.engine.call("DELETE", `/images/${fresh}`, { query: { force: true } });
   },
 });

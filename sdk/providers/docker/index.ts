@@ -61,7 +61,7 @@ import {
   serverArgv,
 } from "./launch.ts";
 import type { GatewayRefusal } from "../local/gateway.ts";
-import { probeEntry, readProbe, writeProbe } from "./probe_cache.ts";
+import { probeEntry, pruneProbes, readProbe, writeProbe } from "./probe_cache.ts";
 import { Startup } from "./startup.ts";
 
 /** Options of {@linkcode DockerProvider}. */
@@ -464,12 +464,16 @@ export class DockerProvider implements SandboxProvider {
     CHANNELS.set(id, ready);
     ready.then(() => step("relay"), () => CHANNELS.delete(id));
     let startup: Startup | undefined;
+    let pruning: Promise<void> | undefined;
     try {
       startup = await Startup.attach(this.engine, name, step);
       await startup.sendTokens(serverToken, accessToken, relayKey);
       step("attached");
       await this.engine.call("POST", `/containers/${name}/start`, { accept: [304] });
       step("started");
+      // The probe cache grows by this image's entry: the entries of images the engine no longer
+      // has go, while the server starts (`probe_cache.ts`).
+      if (probeAt && !probed) pruning = this.#pruneProbes();
       const deadline = Date.now() + (request.requestTimeout ?? DEFAULT_START_TIMEOUT) * 1000;
       // The relay connects before the server loads; the container's end fails both. The
       // keeper, once ready, waits on the container from now, ending with it.
@@ -488,7 +492,18 @@ export class DockerProvider implements SandboxProvider {
       throw e;
     } finally {
       startup?.close();
+      await pruning;
     }
+  }
+
+  /** Remove the probe cache's entries of images the engine does not have (never rejects). */
+  async #pruneProbes(): Promise<void> {
+    try {
+      const images = await this.engine.call<{ Id: string }[]>("GET", "/images/json", {
+        query: { all: true },
+      });
+      await pruneProbes(this.#sandbarHome, images.map((image) => image.Id));
+    } catch { /* best effort: pruned at the next growth */ }
   }
 
   async #inspect(id: string): Promise<Labeled | null> {

@@ -16,6 +16,14 @@
  * The entries are files `$SANDBAR_HOME/docker-probes/<image id's hex>`, holding the names
  * separated by spaces (empty: the image has neither).
  *
+ * Entries are pruned when the cache grows: a create that is about to write a new entry asks the
+ * engine for its images' ids once, while its container starts (off the create's critical path),
+ * and removes the entries of image ids the engine does not have ({@linkcode pruneProbes}). So the
+ * directory holds at most one entry per image the engine had at its last growth, plus the one
+ * written then. Best effort: an engine that cannot be asked prunes nothing; engines sharing one
+ * `$SANDBAR_HOME` prune each other's images' entries, and a pruned entry only costs the next
+ * sandbox of its image one probe.
+ *
  * @module
  */
 
@@ -66,6 +74,43 @@ export async function readProbe(entry: string): Promise<string[] | null> {
   }
   const names = text.split(" ").filter((n) => n);
   return names.every((n) => PROBED_NAMES.includes(n)) ? names : null;
+}
+
+/**
+ * Remove the entries of images whose ids are not in `liveIds` (the engine's images); names that
+ * are not an image id's hex are not entries and are left alone. Resolves to the hex names removed.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { pruneProbes, writeProbe } from "./probe_cache.ts";
+ * const home = await Deno.makeTempDir();
+ * const [live, gone] = ["aa", "bb"].map((h) => h.repeat(32));
+ * await writeProbe(`${home}/docker-probes/${live}`, ["code"]);
+ * await writeProbe(`${home}/docker-probes/${gone}`, []);
+ * assert.deepEqual(await pruneProbes(home, [`sha256:${live}`]), [gone]);
+ * assert.deepEqual([...Deno.readDirSync(`${home}/docker-probes`)].map((e) => e.name), [live]);
+ * await Deno.remove(home, { recursive: true });
+ * ```
+ */
+export async function pruneProbes(
+  sandbarHome: string,
+  liveIds: Iterable<string>,
+): Promise<string[]> {
+  const live = new Set<string>();
+  for (const id of liveIds) {
+    const hex = IMAGE_ID.exec(id)?.[1];
+    if (hex) live.add(hex);
+  }
+  const dir = join(sandbarHome, "docker-probes");
+  const removed: string[] = [];
+  try {
+    for await (const entry of Deno.readDir(dir)) {
+      if (!/^[0-9a-f]{64}$/.test(entry.name) || live.has(entry.name)) continue;
+      await Deno.remove(join(dir, entry.name)).then(() => removed.push(entry.name), () => {});
+    }
+  } catch { /* no directory yet */ }
+  return removed.sort();
 }
 
 /** Keep what a probe found (best effort: a cache that cannot be written only costs time). */
