@@ -89,6 +89,7 @@ export async function readProbe(entry: string): Promise<string[] | null> {
  * await writeProbe(`${home}/docker-probes/${live}`, ["code"]);
  * await writeProbe(`${home}/docker-probes/${gone}`, []);
  * assert.deepEqual(await pruneProbes(home, [`sha256:${live}`]), [gone]);
+ * assert.deepEqual(await pruneProbes(home, [live]), []); // an id without its `sha256:`
  * assert.deepEqual([...Deno.readDirSync(`${home}/docker-probes`)].map((e) => e.name), [live]);
  * await Deno.remove(home, { recursive: true });
  * ```
@@ -98,8 +99,10 @@ export async function pruneProbes(
   liveIds: Iterable<string>,
 ): Promise<string[]> {
   const live = new Set<string>();
+  // With or without the `sha256:` of Docker's answers: an id read without it must not make a
+  // live image's entry look stale.
   for (const id of liveIds) {
-    const hex = IMAGE_ID.exec(id)?.[1];
+    const hex = /^(?:sha256:)?([0-9a-f]{64})$/.exec(id)?.[1];
     if (hex) live.add(hex);
   }
   const dir = join(sandbarHome, "docker-probes");
