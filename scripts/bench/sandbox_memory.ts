@@ -62,6 +62,7 @@ function kind(cmdline: string): string {
   const argv = cmdline.split("\0");
   if (!argv[0].endsWith("deno")) return "other (bwrap, sh)";
   if (argv.some((a) => a.endsWith("supervisor.ts"))) return "supervisor";
+  if (argv.some((a) => a.endsWith("host.ts"))) return "host";
   if (argv.some((a) => a.endsWith("server/main.ts"))) return "server (with the relay)";
   if (argv.some((a) => a.endsWith("relay.ts"))) return "relay (own process)";
   return "other deno";
@@ -88,21 +89,36 @@ function kernelMemory(cgroup: CgroupRef | undefined): number | null {
   }
 }
 
-/** Per kind: [anon, pss] summed over one sandbox's processes of that kind. */
-async function breakdown(id: string): Promise<Map<string, [number, number]>> {
+/**
+ * Per kind: [anon, pss] summed over one sandbox's processes of that kind. A sandbox supervised by
+ * its home's host (`host.ts`) counts the host's memory divided by the sandboxes it hosts
+ * (`sharing`: sandboxes per host pid).
+ */
+async function breakdown(
+  id: string,
+  sharing: Map<number, number>,
+): Promise<Map<string, [number, number]>> {
   const state = await readState(new SandboxDir(sandbarHome(), id));
   const out = new Map<string, [number, number]>();
-  const root = state?.supervisor?.pid;
-  if (root === undefined) return out;
+  const supervisor = state?.supervisor?.pid;
+  if (supervisor === undefined) return out;
   const kernel = kernelMemory(state?.cgroup);
   if (kernel !== null) out.set(KERNEL, [kernel, 0]);
+  const add = (k: string, mem: { anon: number; pss: number }, share = 1) => {
+    const [a, p] = out.get(k) ?? [0, 0];
+    out.set(k, [a + mem.anon / share, p + mem.pss / share]);
+  };
+  let root = supervisor;
+  if (state?.hosted && state.sandbox) {
+    const host = rollup(supervisor);
+    if (host) add("host (its share)", host, sharing.get(supervisor) ?? 1);
+    root = state.sandbox.pid;
+  }
   for (const pid of [root, ...descendants(root)]) {
     const cmdline = procCmdline(pid);
     const mem = rollup(pid);
     if (cmdline === null || mem === null) continue;
-    const k = kind(cmdline);
-    const [a, p] = out.get(k) ?? [0, 0];
-    out.set(k, [a + mem.anon, p + mem.pss]);
+    add(kind(cmdline), mem);
   }
   return out;
 }
@@ -129,10 +145,16 @@ async function denoFloor(): Promise<number> {
 async function breakdowns(sandboxes: Sandbox[]): Promise<Map<string, number[]>> {
   const kinds = new Map<string, number[]>();
   const add = (k: string, v: number) => kinds.set(k, [...kinds.get(k) ?? [], v]);
+  const sharing = new Map<number, number>();
+  for (const s of sandboxes) {
+    const state = await readState(new SandboxDir(sandbarHome(), s.id));
+    const pid = state?.hosted ? state.supervisor?.pid : undefined;
+    if (pid !== undefined) sharing.set(pid, (sharing.get(pid) ?? 0) + 1);
+  }
   for (const s of sandboxes) {
     const total: [number, number] = [0, 0];
     let kernel = 0;
-    for (const [k, [anon, pss]] of await breakdown(s.id)) {
+    for (const [k, [anon, pss]] of await breakdown(s.id, sharing)) {
       if (k === KERNEL) {
         add(k, anon);
         kernel = anon;

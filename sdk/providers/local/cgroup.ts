@@ -601,6 +601,10 @@ export async function killAll(ref: CgroupRef): Promise<void> {
 /** Remove the cgroup's directories (they must be empty of processes); best effort. */
 export function removeCgroup(ref: CgroupRef): void {
   for (const dir of new Set(Object.values(ref.dirs))) {
+    // The home's host supervises sandbox after sandbox: forget what its walks listed here.
+    for (const key of listed.keys()) {
+      if (key === dir || key.startsWith(`${dir}/`)) listed.delete(key);
+    }
     for (const d of below(dir)) {
       try {
         Deno.removeSync(d); // cgroup directories go with rmdir, children first

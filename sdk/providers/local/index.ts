@@ -39,7 +39,7 @@ import {
 } from "./control.ts";
 import { EGRESS_CA_DIR } from "./channel.ts";
 import { denoDir, findBwrap, INSIDE_DENO, launchPlan } from "./launch.ts";
-import { cacheSandboxModules, packageSource } from "./package_source.ts";
+import { cacheSandboxModules, type PackageSource, packageSource } from "./package_source.ts";
 import { warmModuleCache } from "./module_cache.ts";
 import { isAlive, killTree, procReadable } from "./procfs.ts";
 import {
@@ -52,7 +52,8 @@ import {
   writeAtomic,
   writeState,
 } from "./state.ts";
-import { readySignal, spawnSupervisor } from "./spawn.ts";
+import { type ReadySignal, readySignal, spawnSupervisor } from "./spawn.ts";
+import { superviseInHost } from "./host_client.ts";
 import { PoolDir, poolKey, poolSettings, poolSpec, spawnFiller } from "./pool.ts";
 
 /** Options of {@linkcode LocalProvider}. */
@@ -415,12 +416,7 @@ export class LocalProvider implements SandboxProvider {
       ...(network ? { network } : {}),
     };
     await writeState(dir, state);
-    const supervisor = spawnSupervisor(
-      source.module("sdk/providers/local/supervisor.ts"),
-      source.runFlags,
-      [dir.path],
-    );
-    const signal = await readySignal(supervisor, (startTimeout + 5) * 1000);
+    const signal = await startSupervision(this.home, source, dir, state);
     if (signal.event !== "ready") {
       throw new SandboxError(`The local sandbox did not start: ${signal.message}`, {
         suggestion: "Read the message: it ends with what the server printed.",
@@ -464,8 +460,9 @@ export class LocalProvider implements SandboxProvider {
       }
     }
     // The supervisor is gone; bubblewrap's --die-with-parent took the sandbox with it (and what
-    // left its tree is still in its cgroup; frozen, when it was paused).
-    killTree(state.supervisor);
+    // left its tree is still in its cgroup; frozen, when it was paused). A host that lives on
+    // without this sandbox's supervision hosts others: only the sandbox's own tree is ended.
+    if (!state.hosted) killTree(state.supervisor);
     killTree(state.sandbox);
     if (state.cgroup) {
       await killAll(state.cgroup).catch(() => {});
@@ -505,13 +502,7 @@ export class LocalProvider implements SandboxProvider {
     );
     const launch = { ...state.launch, argv: state.launch.argv.map((a) => moved.get(a) ?? a) };
     await writeState(dir, { ...state, cgroup, launch, wokenAt: new Date().toISOString() });
-    const source = packageSource();
-    const supervisor = spawnSupervisor(
-      source.module("sdk/providers/local/supervisor.ts"),
-      source.runFlags,
-      [dir.path],
-    );
-    const signal = await readySignal(supervisor, (state.startTimeout + 5) * 1000);
+    const signal = await startSupervision(this.home, packageSource(), dir, state);
     if (signal.event !== "ready") {
       throw new SandboxError(`Sandbox ${state.id} did not start again: ${signal.message}`);
     }
@@ -600,10 +591,11 @@ export class LocalProvider implements SandboxProvider {
     } catch (e) {
       if (!(e instanceof ControlUnavailable)) throw e;
     }
-    // Whatever the supervisor did, make sure: nothing of the sandbox runs, nothing is left.
-    await supervisorGone(state.supervisor);
+    // Whatever the supervisor did, make sure: nothing of the sandbox runs, nothing is left. (A
+    // host answers `kill` once the sandbox's supervision has ended, and goes on for others.)
+    if (!state.hosted) await supervisorGone(state.supervisor);
     killTree(state.sandbox);
-    killTree(state.supervisor);
+    if (!state.hosted) killTree(state.supervisor);
     if (state.cgroup) {
       await killAll(state.cgroup).catch(() => {});
       removeCgroup(state.cgroup);
@@ -797,6 +789,27 @@ function warnNoIsolation(id: string): void {
 }
 
 /** Wait (up to 5 s) until the supervisor process has exited, where /proc tells. */
+/**
+ * Start the supervision of the sandbox in `dir`, whose first state is written: in the home's
+ * host with bubblewrap (`host.ts`), else in a supervisor process of its own (its process tree is
+ * the supervisor's). The supervisor's one line.
+ */
+function startSupervision(
+  home: string,
+  source: PackageSource,
+  dir: SandboxDir,
+  state: LocalState,
+): Promise<ReadySignal> {
+  const timeoutMs = (state.startTimeout + 5) * 1000;
+  if (state.isolation === "bwrap") return superviseInHost(home, source, dir.path, timeoutMs);
+  const supervisor = spawnSupervisor(
+    source.module("sdk/providers/local/supervisor.ts"),
+    source.runFlags,
+    [dir.path],
+  );
+  return readySignal(supervisor, timeoutMs);
+}
+
 async function supervisorGone(ref: LocalState["supervisor"]): Promise<void> {
   if (!ref || !procReadable()) return await new Promise((r) => setTimeout(r, 100));
   const until = Date.now() + 5000;

@@ -57,7 +57,7 @@ export function packageSource(): PackageSource {
 
 /**
  * The modules the local and docker providers run: the server and the relays (inside the
- * sandbox), and the supervisor and the docker egress keeper (on the host); and the server's workers, which `deno cache` cannot find from
+ * sandbox), and the host, the supervisor and the docker egress keeper (on the host); and the server's workers, which `deno cache` cannot find from
  * `server/main.ts` because a worker is started by URL at run time (the confinement's spawner
  * thread, the content search's regex worker).
  */
@@ -65,6 +65,7 @@ export const SANDBOX_MODULES = [
   "server/main.ts",
   "sdk/providers/local/relay.ts",
   "sdk/providers/local/supervisor.ts",
+  "sdk/providers/local/host.ts",
   "sdk/providers/docker/relay.ts",
   "sdk/providers/docker/egress_keeper.ts",
   "sdk/providers/local/pool_fill.ts",

@@ -41,14 +41,15 @@ const FLAGS = [
 
 /**
  * Start `deno run supervisor.ts ARGS…` detached; `script` is a path or a URL, `flags` extra
- * `deno run` flags for it.
+ * `deno run` flags for it. Its stderr is appended to `errorLog`, by default `supervisor.log` in
+ * the directory `ARGS[0]`.
  */
 export function spawnSupervisor(
   script: string,
   flags: readonly string[],
   args: string[],
+  errorLog: string = join(args[0], "supervisor.log"),
 ): SpawnedSupervisor {
-  const errorLog = join(args[0], "supervisor.log");
   // `-A` covers the `--allow-*` flags, and Deno refuses them beside it.
   const extra = flags.filter((f) => !FLAGS.includes(f) && !f.startsWith("--allow-"));
   const deno = [Deno.execPath(), ...FLAGS, ...extra, script, ...args];

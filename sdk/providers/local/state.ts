@@ -98,6 +98,11 @@ export interface LocalState {
   capabilities?: string[];
   /** The supervisor process. */
   supervisor?: ProcessRef;
+  /**
+   * Set when the supervisor is the home's host (`host.ts`), which supervises its other sandboxes
+   * too: nothing done for this sandbox alone signals it.
+   */
+  hosted?: true;
   /** The sandbox's top process (bubblewrap, or the server launcher without it). */
   sandbox?: ProcessRef;
   /** The gateway's loopback ports: HTTP (default 9000) and PTY (default 9001). */

@@ -62,6 +62,7 @@ import { diskUsage, mountImage, removeSandboxFiles } from "./disk.ts";
 import { killTree, processRef, signalTree } from "./procfs.ts";
 import type { Duplex } from "./splice.ts";
 import { type LocalState, readState, SandboxDir, writeAtomic, writeState } from "./state.ts";
+import type { ReadySignal } from "./spawn.ts";
 
 const LOG_LIMIT = 8 * 1024 * 1024;
 const TAIL = 4096;
@@ -69,7 +70,8 @@ const MAX_TIMEOUT = 86_400;
 /** How long the server may take to apply a claim. */
 const CLAIM_TIMEOUT_MS = 10_000;
 
-class Supervisor {
+/** One sandbox's supervision: its processes, gateways, lifetime, cgroup and control socket. */
+export class Supervisor {
   readonly dir: SandboxDir;
   state: LocalState;
   child!: Deno.ChildProcess;
@@ -88,10 +90,14 @@ class Supervisor {
   logged = 0;
   log: Deno.FsFile | undefined;
   writes: Promise<void> = Promise.resolve();
+  /** The 500 ms sampling of its cgroup, stopped with it. */
+  sampler: ReturnType<typeof setInterval> | undefined;
+  readonly host: SupervisorHost;
 
-  constructor(dir: SandboxDir, state: LocalState) {
+  constructor(dir: SandboxDir, state: LocalState, host: SupervisorHost) {
     this.dir = dir;
     this.state = state;
+    this.host = host;
   }
 
   save(): Promise<void> {
@@ -374,6 +380,7 @@ class Supervisor {
   stop(): Promise<void> {
     return this.stopping ??= (async () => {
       if (this.timer !== undefined) clearTimeout(this.timer);
+      clearInterval(this.sampler);
       this.state.status = "stopping";
       await this.save();
       this.stopControl();
@@ -391,8 +398,7 @@ class Supervisor {
       this.log?.close();
       this.log = undefined;
       await removeSandboxFiles(this.dir).catch(() => {});
-      // Signal listeners would keep this process alive; leave once the answer to a `kill` is out.
-      setTimeout(() => Deno.exit(0), 50);
+      this.host.ended();
     })();
   }
 }
@@ -466,15 +472,29 @@ function portOf(url: string): number {
   return Number(new URL(url).port);
 }
 
-async function main(path: string): Promise<number> {
+/** The process a supervisor runs in: its own (`isolation: "none"`), or the home's host. */
+export interface SupervisorHost {
+  /** Where its one line goes: `ready` or `error` (see `spawn.ts`). */
+  say(event: ReadySignal): void;
+  /** Called once when the sandbox has ended and its files are gone. */
+  ended(): void;
+  /** True in the host (`host.ts`): the process supervises other sandboxes too. */
+  readonly shared: boolean;
+}
+
+/**
+ * Start and supervise the sandbox whose directory is `path`: the supervisor once it said
+ * `ready`, or null after it said `error` (the sandbox then left nothing behind).
+ */
+export async function supervise(path: string, host: SupervisorHost): Promise<Supervisor | null> {
   const dir = new SandboxDir(dirname(dirname(path)), basename(path));
   const state = await readState(dir);
-  const say = (event: Record<string, unknown>) => console.log(JSON.stringify(event));
+  const say = (event: ReadySignal) => host.say(event);
   if (!state) {
     say({ event: "error", message: `no state file in ${path}` });
-    return 1;
+    return null;
   }
-  const sup = new Supervisor(dir, state);
+  const sup = new Supervisor(dir, state, host);
   if (state.dormant) {
     // Woken after its supervisor ended during a pause: a fresh start on the same files.
     delete state.dormant;
@@ -510,7 +530,7 @@ async function main(path: string): Promise<number> {
       await mountImage(dir.image, dir.disk); // made by the creator; mounted again after a restart
     } catch (e) {
       say({ event: "error", message: `cannot mount the sandbox's disk: ${(e as Error).message}` });
-      return 1;
+      return null;
     }
   }
   let noReserve: string | null = null;
@@ -524,7 +544,7 @@ async function main(path: string): Promise<number> {
     } catch (e) {
       await removeSandboxFiles(dir).catch(() => {});
       say({ event: "error", message: `cannot set the sandbox's cgroup: ${(e as Error).message}` });
-      return 1;
+      return null;
     }
     sup.writeMeminfo();
     // `nproc` and thread pools inside see the sandbox's CPUs (see `cpu_affinity.ts`).
@@ -633,32 +653,39 @@ async function main(path: string): Promise<number> {
     const message = `${(e as Error).message}\n${printed}`.trim();
     await sup.stop();
     say({ event: "error", message });
-    return 1;
+    return null;
   }
   sup.child.status.then(() => sup.stop());
   state.status = "running";
   state.supervisor = processRef(Deno.pid) ?? undefined;
+  if (host.shared) state.hosted = true;
   state.sandbox = processRef(sup.child.pid) ?? undefined;
   state.ports = { http: sup.gateways[0].port, pty: sup.gateways[1].port };
   await sup.save();
   sup.armTimer();
-  setInterval(() => sup.watchMemory(), 500);
-  for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
-    Deno.addSignalListener(signal, () => sup.stop());
-  }
+  sup.sampler = setInterval(() => sup.watchMemory(), 500);
   say({ event: "ready", pid: Deno.pid });
-  return 0;
+  return sup;
 }
 
 if (import.meta.main) {
+  // A process of its own, for a sandbox without bubblewrap (whose tree is this process's).
   const path = Deno.args[0];
   if (!path) {
     console.error("usage: supervisor.ts SANDBOX_DIR");
     Deno.exit(2);
   }
   try {
-    const code = await main(path);
-    if (code !== 0) Deno.exit(code);
+    const sup = await supervise(path, {
+      say: (event) => console.log(JSON.stringify(event)),
+      // Signal listeners would keep this process alive; leave once the answer to a `kill` is out.
+      ended: () => setTimeout(() => Deno.exit(0), 50),
+      shared: false,
+    });
+    if (!sup) Deno.exit(1);
+    for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
+      Deno.addSignalListener(signal, () => sup.stop());
+    }
   } catch (e) {
     console.log(JSON.stringify({ event: "error", message: (e as Error).message }));
     Deno.exit(1);
