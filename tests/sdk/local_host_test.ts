@@ -120,7 +120,7 @@ Deno.test("a killed host takes its sandboxes along; the next create starts a new
   });
 });
 
-Deno.test("the host takes only a sandbox directory of its own home", async () => {
+Deno.test("the host takes only a sandbox directory of its own home, and starts none twice", async () => {
   await withHome(async (home, provider) => {
     const sandbox = await Sandbox.create({ provider });
     const [socket] = hostFiles(home, ".sock");
@@ -137,6 +137,10 @@ Deno.test("the host takes only a sandbox directory of its own home", async () =>
       assert.equal(answer.event, "error", path);
       assert.match(answer.message, /not a sandbox of/);
     }
+    // Its own running sandbox is not started a second time.
+    const again = (await ask(`${home}/sandboxes/${sandbox.id}`)).split("\n");
+    assert.match(again[0], /^hosted \d+$/);
+    assert.match(JSON.parse(again[1]).message, /is running, not to be started/);
     assert.equal((await sandbox.commands.run("echo still")).stdout, "still\n");
     await sandbox.kill();
   });

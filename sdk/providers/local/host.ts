@@ -43,6 +43,8 @@ const MAX_LINE = 4096;
 async function host(socket: string): Promise<void> {
   const home = dirname(dirname(socket));
   const live = new Set<Supervisor>();
+  /** The sandbox directories whose start is under way (a second ask for one is refused). */
+  const starting = new Set<string>();
   let answering = 0;
   let listener: Deno.UnixListener | null = null;
   let idle: ReturnType<typeof setTimeout> | undefined;
@@ -81,10 +83,16 @@ async function host(socket: string): Promise<void> {
         await writeAll(conn, new TextEncoder().encode(`${JSON.stringify(refused)}\n`));
         return;
       }
+      if (starting.has(path)) {
+        const twice: ReadySignal = { event: "error", message: `${path} is being started` };
+        await writeAll(conn, new TextEncoder().encode(`${JSON.stringify(twice)}\n`));
+        return;
+      }
       await writeAll(conn, new TextEncoder().encode(`hosted ${Deno.pid}\n`));
       let said: ReadySignal = { event: "error", message: "the supervisor said nothing" };
       let ended = false;
       let sup: Supervisor | null = null;
+      starting.add(path);
       try {
         sup = await supervise(path, {
           say: (event) => said = event,
@@ -97,6 +105,8 @@ async function host(socket: string): Promise<void> {
         });
       } catch (e) {
         said = { event: "error", message: (e as Error).message };
+      } finally {
+        starting.delete(path);
       }
       if (sup && !ended) live.add(sup);
       await writeAll(conn, new TextEncoder().encode(`${JSON.stringify(said)}\n`));

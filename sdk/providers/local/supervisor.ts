@@ -494,6 +494,12 @@ export async function supervise(path: string, host: SupervisorHost): Promise<Sup
     say({ event: "error", message: `no state file in ${path}` });
     return null;
   }
+  // Only a sandbox its creator has just written, or a dormant one being woken: never a second
+  // supervision of one that runs.
+  if (state.status !== "creating" && !state.dormant) {
+    say({ event: "error", message: `sandbox ${state.id} is ${state.status}, not to be started` });
+    return null;
+  }
   const sup = new Supervisor(dir, state, host);
   if (state.dormant) {
     // Woken after its supervisor ended during a pause: a fresh start on the same files.
