@@ -298,7 +298,7 @@ Deno.test("without bubblewrap: Deno permissions only, same API, nothing left", a
   await assertNothingLeft(home, sandbox.id);
 });
 
-Deno.test("a killed supervisor takes its sandbox along; list removes the leftovers", async () => {
+Deno.test("a killed supervisor (the home's host) takes its sandbox along; list removes the leftovers", async () => {
   const sandbox = await Sandbox.create();
   const dir = `${home}/sandboxes/${sandbox.id}`;
   const state = JSON.parse(await Deno.readTextFile(`${dir}/state.json`));

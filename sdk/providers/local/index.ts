@@ -3,7 +3,8 @@
  * (bubblewrap namespaces, required unless `isolation: "none"` is asked for; Deno permissions
  * always) running the
  * in-sandbox server, with its own home directory, a detached supervisor that enforces its
- * lifetime, and its state on disk so `list`, `connect` and `killById` work from any process of
+ * lifetime (the home's host process, `host.ts`, supervises every sandbox with bubblewrap), and
+ * its state on disk so `list`, `connect` and `killById` work from any process of
  * the same user. See `docs/sdk/sandbox.md`.
  *
  * @module

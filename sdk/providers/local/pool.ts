@@ -2,8 +2,8 @@
  * The warm pool of local sandboxes: sandboxes started ahead of need, one set per option set,
  * so that `Sandbox.create()` hands one out in tens of milliseconds instead of starting one.
  *
- * There is no pool daemon. A pooled sandbox is an ordinary local sandbox (its own detached
- * supervisor, see `supervisor.ts`) whose server waits for a claim (`server/claim.ts`); the pool
+ * There is no pool daemon. A pooled sandbox is an ordinary local sandbox (supervised like any
+ * other, by the home's host: `host.ts`) whose server waits for a claim (`server/claim.ts`); the pool
  * itself is a directory:
  *
  * ```
