@@ -75,14 +75,27 @@ const TICK_MS = 10; // USER_HZ is 100 on Linux
 function treeCpuMs(pid: number): number {
   let ticks = 0;
   for (const p of [pid, ...descendants(pid)]) {
-    try {
-      const text = Deno.readTextFileSync(`/proc/${p}/stat`);
-      const f = text.slice(text.lastIndexOf(")") + 2).split(" ");
-      // utime stime cutime cstime are fields 14-17, here 11-14 (after pid, comm and state).
-      ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
-    } catch { /* gone */ }
+    const f = statFields(`/proc/${p}/stat`);
+    // utime stime cutime cstime are fields 14-17, here 11-14 (from the state, field 3).
+    if (f) ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
   }
   return ticks * TICK_MS;
+}
+
+/** The fields of a `/proc/…/stat` file from its state (field 3) on, or null when it is gone. */
+function statFields(path: string): string[] | null {
+  try {
+    const text = Deno.readTextFileSync(path);
+    return text.slice(text.lastIndexOf(")") + 2).split(" ");
+  } catch {
+    return null;
+  }
+}
+
+/** User + system CPU ms of a `/proc/…/stat` file (a process's threads, or one thread), or NaN. */
+function ownCpuMsOf(path: string): number {
+  const f = statFields(path);
+  return f ? (Number(f[11]) + Number(f[12])) * TICK_MS : NaN;
 }
 
 /** This process's CPU ms so far (user + system). */
@@ -141,13 +154,7 @@ function denoFloor(file: string): Promise<{ ms: number; cpu: number }> {
 
 /** A process's own CPU ms (user + system of all its threads, not of its reaped children). */
 function processCpuMs(pid: number): number {
-  try {
-    const text = Deno.readTextFileSync(`/proc/${pid}/stat`);
-    const f = text.slice(text.lastIndexOf(")") + 2).split(" ");
-    return (Number(f[11]) + Number(f[12])) * TICK_MS;
-  } catch {
-    return NaN;
-  }
+  return ownCpuMsOf(`/proc/${pid}/stat`);
 }
 
 /** The home's host (`host.ts`), when one runs: its pid and CPU ms so far. */
@@ -195,13 +202,7 @@ async function sandboxCpuMs(sandbox: Sandbox, before: HostCpu | null): Promise<n
 
 /** CPU ms (user + system) of one thread, `/proc/<pid>/task/<tid>/stat`. */
 function threadCpuMs(pid: number, tid: number): number {
-  try {
-    const text = Deno.readTextFileSync(`/proc/${pid}/task/${tid}/stat`);
-    const f = text.slice(text.lastIndexOf(")") + 2).split(" ");
-    return (Number(f[11]) + Number(f[12])) * TICK_MS;
-  } catch {
-    return NaN;
-  }
+  return ownCpuMsOf(`/proc/${pid}/task/${tid}/stat`);
 }
 
 /**

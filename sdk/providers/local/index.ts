@@ -789,7 +789,6 @@ function warnNoIsolation(id: string): void {
   );
 }
 
-/** Wait (up to 5 s) until the supervisor process has exited, where /proc tells. */
 /**
  * Start the supervision of the sandbox in `dir`, whose first state is written: in the home's
  * host with bubblewrap (`host.ts`), else in a supervisor process of its own (its process tree is
@@ -811,6 +810,7 @@ function startSupervision(
   return readySignal(supervisor, timeoutMs);
 }
 
+/** Wait (up to 5 s) until the supervisor process has exited, where /proc tells. */
 async function supervisorGone(ref: LocalState["supervisor"]): Promise<void> {
   if (!ref || !procReadable()) return await new Promise((r) => setTimeout(r, 100));
   const until = Date.now() + 5000;
