@@ -9,23 +9,24 @@
  * Calls are synchronous, as `posix_spawn` is on the main thread: the request (six pointers into
  * buffers the caller keeps alive) goes through a `SharedArrayBuffer`, and the main thread waits
  * on it with `Atomics.wait` while the worker spawns. Layout of the shared words (little endian):
- * int32 0 the state (idle, request, quit, done), int32 1 the result, uint64 1-6 the pointers,
- * int32 14 whether the restriction succeeded (1) or failed (-1), int32 15 the worker thread's id.
+ * int32 0 the state (idle, request, quit, done, move), int32 1 the result, uint64 1-6 the pointers
+ * (a move's descriptor in int32 2), int32 14 whether the restriction succeeded (1) or failed (-1).
  *
  * @module
  */
 
-import { moveThread, spawnCgroup, spawnIntoWork } from "../process/trees.ts";
-import { threadIntoWork } from "../process/work_cgroup.ts";
+import { bornInWork, spawnCgroup, spawnIntoWork } from "../process/trees.ts";
+import { closeCgroupFiles, openCgroupFile } from "../process/cgroup_files.ts";
+import { threadWorkFds } from "../process/work_cgroup.ts";
 import type { PathRule } from "./landlock.ts";
 
 const IDLE = 0;
 const REQUEST = 1;
 const QUIT = 2;
-// 3 (done) is set by the worker once the call returned: anything but REQUEST ends the wait.
+// 3 (done) is set by the worker once the call returned: anything but the request ends the wait.
+/** Move the worker's thread into a cgroup: the `tasks` file open at int32 2. */
+const MOVE = 4;
 const READY_SLOT = 14;
-/** int32 15: the worker thread's id (set before the ready slot). */
-const TID_SLOT = 15;
 /** `posix_spawn`'s answer when the kernel refused the fork (a process limit reached). */
 const EAGAIN = 11;
 /** How long a spawn may wait for a worker still starting. */
@@ -155,26 +156,48 @@ export class Spawner {
     if (Atomics.load(this.#state, READY_SLOT) !== 1) {
       throw new Error(`confinement failed: ${this.#failure ?? "the spawner did not start"}`);
     }
-    // A child of a process tree with a cgroup is born in it: the thread that forks it is
-    // moved in for the call (see `server/process/trees.ts`).
+    // A child of a process tree with a cgroup is born in it, and one of a tree's in a local
+    // sandbox in `work` too (where threads can be moved: cgroup v1): the thread that forks it
+    // moves itself in for the call (see `server/process/trees.ts`, `work_cgroup.ts`). When `work`
+    // has no process slot left (a fork bomb in it), the spawn is made again beside the server,
+    // and the tree moves the child in after.
     const tree = spawnCgroup();
-    const tid = Atomics.load(this.#state, TID_SLOT);
-    if (tree !== null && !moveThread(tid, tree)) {
-      throw new Error(`could not move the spawner thread into the process tree ${tree}`);
-    }
-    // A tree's child is born in the sandbox's `work` cgroup too, where threads can be moved
-    // (cgroup v1). When `work` has no process slot left (a fork bomb in it), the spawn is made
-    // again beside the server, and the tree moves the child in after (see `work_cgroup.ts`).
-    const work = !this.besideServer && spawnIntoWork() && threadIntoWork(tid);
+    const into = tree ? openCgroupFile(tree.into) : -1;
+    const back = tree ? openCgroupFile(tree.back) : -1;
     try {
-      const rc = this.#call(pid, path, actions, attr, argv, envp);
-      if (!work || rc !== EAGAIN) return rc;
-      threadIntoWork(tid, false);
-      return this.#call(pid, path, actions, attr, argv, envp);
+      if (tree !== null && (into < 0 || back < 0 || !this.#moveThread([into]))) {
+        throw new Error(`could not move the spawner thread into the process tree ${tree.into}`);
+      }
+      const fds = threadWorkFds();
+      const toWork = !this.besideServer && spawnIntoWork() && fds.into.length > 0;
+      // Back from every hierarchy after, even when a move in was refused in one of them.
+      const work = toWork && this.#moveThread(fds.into);
+      try {
+        const rc = this.#call(pid, path, actions, attr, argv, envp);
+        if (work && rc === 0) bornInWork();
+        if (!work || rc !== EAGAIN) return rc;
+        this.#moveThread(fds.back);
+        return this.#call(pid, path, actions, attr, argv, envp);
+      } finally {
+        if (toWork) this.#moveThread(fds.back);
+        if (tree !== null) this.#moveThread([back]);
+      }
     } finally {
-      if (work) threadIntoWork(tid, false);
-      if (tree !== null) moveThread(tid, null);
+      closeCgroupFiles(into, back);
     }
+  }
+
+  /**
+   * Move the worker's thread into the cgroup of each `tasks` file open at `fds`, in order (the
+   * worker writes "0", itself: see `spawner_worker.ts`); whether every move was taken.
+   */
+  #moveThread(fds: readonly number[]): boolean {
+    let ok = true;
+    for (const fd of fds) {
+      this.#state[2] = fd;
+      if (this.#request(MOVE) !== 0) ok = false;
+    }
+    return ok;
   }
 
   #call(
@@ -192,19 +215,24 @@ export class Spawner {
     w[4] = address(attr);
     w[5] = address(argv);
     w[6] = address(envp);
-    Atomics.store(this.#state, 0, REQUEST);
+    return this.#request(REQUEST);
+  }
+
+  /** Hand the worker request `kind` and wait for its answer (int32 1). */
+  #request(kind: typeof REQUEST | typeof MOVE): number {
+    Atomics.store(this.#state, 0, kind);
     Atomics.notify(this.#state, 0);
     // posix_spawn returns once the child has called exec: a thread that does not answer in this
     // long is gone, and the spawner is not used again (the event loop, which would report the
     // worker's death, is the thread waiting here).
     const deadline = Date.now() + START_TIMEOUT_MS;
-    while (Atomics.load(this.#state, 0) === REQUEST) {
+    while (Atomics.load(this.#state, 0) === kind) {
       if (Date.now() > deadline) {
         this.#failure = "the spawner thread did not answer";
         Atomics.store(this.#state, READY_SLOT, -1);
         throw new Error(`confinement failed: ${this.#failure}`);
       }
-      Atomics.wait(this.#state, 0, REQUEST, 1000);
+      Atomics.wait(this.#state, 0, kind, 1000);
     }
     const result = this.#state[1];
     Atomics.store(this.#state, 0, IDLE);

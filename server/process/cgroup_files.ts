@@ -34,6 +34,17 @@ export function writeCgroupFile(path: string, text: string): number {
   }
 }
 
+/** Open a cgroup file for writing (closed on exec): its descriptor, or -1. */
+export function openCgroupFile(path: string): number {
+  const fd = libc().open(cString(path), O_WRONLY | O_CLOEXEC, 0);
+  return fd < 0 ? -1 : fd;
+}
+
+/** Close descriptors of {@linkcode openCgroupFile} (-1 is skipped). */
+export function closeCgroupFiles(...fds: number[]): void {
+  for (const fd of fds) if (fd >= 0) libc().close(fd);
+}
+
 /** A file of `/sys` or `/proc`, whole, or null when it cannot be read. */
 export function readCgroupFile(path: string): string | null {
   const c = libc();

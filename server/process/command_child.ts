@@ -14,9 +14,9 @@
  *
  * Under a process tree's cgroup, `Deno.Command` cannot start the child inside it, and moving it
  * a moment after the start lets a quick `setsid prog &` out first. So the child is started
- * through `/bin/sh`, which writes its own pid into the tree's `cgroup.procs` and only then
- * `exec`s the program: nothing of the caller's runs outside the tree, and a failed write runs
- * nothing at all.
+ * through `/bin/sh`, which moves itself into the tree (writing "0", itself, to the tree's v1
+ * `tasks`: the shell is one thread) and only then `exec`s the program: nothing of the caller's
+ * runs outside the tree, and a failed write runs nothing at all.
  *
  * @module
  */
@@ -69,7 +69,7 @@ export class CommandChild implements SpawnedChild {
     const leader = setsid();
     const tree = spawnCgroup();
     const [program, ...args] = [
-      ...(tree ? ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', `${tree}/cgroup.procs`] : []),
+      ...(tree ? ["/bin/sh", "-c", 'echo 0 > "$0" && exec "$@"', tree.into] : []),
       ...(leader ? [leader, ...spec.argv] : spec.argv),
     ];
     if (leader) {

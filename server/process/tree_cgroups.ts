@@ -8,9 +8,10 @@
  * the host's hierarchy, a cgroup namespace and a hybrid host's `unified` mount all work, and a
  * host without the hierarchy says what was looked for.
  *
- * - **v1** (the `freezer` controller): membership from `cgroup.procs`; a thread is moved by its
- *   id through `tasks` (v1 moves single threads), which is how the spawner thread that calls
- *   `posix_spawn` is put in the tree for the call; ending freezes (`freezer.state`), sends
+ * - **v1** (the `freezer` controller): membership from `cgroup.procs`; a thread moves through
+ *   `tasks` (v1 moves single threads), which is how the spawner thread that calls `posix_spawn`
+ *   goes into the tree for the call (it writes "0", itself, to `tasks` files the main thread
+ *   opened: `confine/spawner.ts`); ending freezes (`freezer.state`), sends
  *   `SIGKILL` to every member, and thaws so the kills land.
  * - **v2** (any cgroup2 mount, no controller needed: `cgroup.procs`, `cgroup.kill` and
  *   `cgroup.freeze` are core files of every non-root cgroup since Linux 5.14): a domain cgroup
@@ -27,10 +28,13 @@
  *   ({@linkcode TreeCgroups.end} can also end by freezing, as v1 does, which is what a kernel
  *   without `cgroup.kill` would need; the tests use it.)
  *
- * Moving a whole process (v2) and moving one thread (v1) both take the kernel's cgroup
+ * Moving a whole process (v2), or a thread named by its id (v1), takes the kernel's cgroup
  * threadgroup lock for writing: back to back about 15 µs for the pair, but after an idle spell
  * the lock waits for an RCU grace period first, about 10 ms for the pair in both hierarchies
- * (measured on this 2-core machine, Linux 6.18, 100 ms between spawns).
+ * (measured on this 2-core machine, Linux 6.18, 100 ms between spawns). A thread that moves
+ * itself, writing "0" to a v1 `tasks` file, is moved without that lock (Linux 6.0 and later:
+ * such a thread cannot exit or exec under the move), which is why the v1 spawner thread moves
+ * itself: a command after an idle spell no longer waits those 10 ms.
  *
  * @module
  */
@@ -277,9 +281,9 @@ export class TreeCgroups {
     if (leader > 0 && !pids.includes(leader)) this.adopt(dir, leader);
   }
 
-  /** v1: move thread `tid` into `dir` (`tasks`), or back to the server's own cgroup (null). */
-  moveThread(tid: number, dir: string | null): boolean {
-    return writeCgroupFile(join(dir ?? this.own, "tasks"), String(tid)) === 0;
+  /** v1: the `tasks` files of tree `dir` and of the server's own cgroup (a thread's way in and back). */
+  threadFiles(dir: string): { into: string; back: string } {
+    return { into: join(dir, "tasks"), back: join(this.own, "tasks") };
   }
 
   /** Move process `pid` (and, v2, all its threads) into `dir`. */

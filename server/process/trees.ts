@@ -201,21 +201,33 @@ let spawning: { cgroups: TreeCgroups; dir: string } | null = null;
 /** Whether the spawn under way was made on a spawner thread moved into its tree. */
 let bornInside = false;
 
+/** Whether the spawn under way was made on a spawner thread moved into `work` too. */
+let spawnedInWork = false;
+
+/**
+ * The v1 `tasks` files a spawner thread moves itself through for a tree's spawn (see
+ * `confine/spawner.ts`): the tree's, and the server's own cgroup's to come back to.
+ */
+export interface SpawnTasks {
+  /** The tree's `tasks`. */
+  into: string;
+  /** The server's own cgroup's `tasks`. */
+  back: string;
+}
+
 /**
  * Where the spawner thread calling `posix_spawn` now must be while it does (cgroup v1), or
  * null. The spawner asks just before it calls, and moves its thread there for the call.
  */
-export function spawnCgroup(): string | null {
-  if (spawning !== null) bornInside = true;
-  return spawning?.dir ?? null;
+export function spawnCgroup(): SpawnTasks | null {
+  if (spawning === null) return null;
+  bornInside = true;
+  return spawning.cgroups.threadFiles(spawning.dir);
 }
 
-/**
- * Move thread `tid` into the v1 cgroup `dir` (`tasks`), or back to the server's own when `dir`
- * is null. False when the kernel refused.
- */
-export function moveThread(tid: number, dir: string | null): boolean {
-  return spawning !== null && spawning.cgroups.moveThread(tid, dir);
+/** Said by the spawner: the process of the spawn under way was born in `work`. */
+export function bornInWork(): void {
+  spawnedInWork = true;
 }
 
 /**
@@ -265,7 +277,7 @@ export class ProcessTree {
     this.#work = work;
     spawning = cgroups !== null && this.cgroup !== null ? { cgroups, dir: this.cgroup } : null;
     spawningWork = work;
-    bornInside = false;
+    bornInside = spawnedInWork = false;
     let made: T;
     try {
       made = start();
@@ -273,11 +285,12 @@ export class ProcessTree {
       spawning = null;
       spawningWork = false;
     }
-    // Born inside on a spawner thread; else (no confinement) moved now, a moment after its start.
-    if (bornInside) {
-      this.#leader = made.pid;
-      if (work) intoWork(made.pid); // born in `work` too where it could be; else moved now
-    } else this.adopt(made.pid);
+    // Born inside on a spawner thread; else (no confinement) moved now, a moment after its
+    // start. A move of a process (by its pid) takes the kernel's threadgroup lock, which after an
+    // idle spell waits for an RCU grace period: one born where it belongs is not moved again.
+    this.#leader = made.pid;
+    if (work && !spawnedInWork) intoWork(made.pid);
+    if (!bornInside && this.cgroup) this.#cgroups!.adopt(this.cgroup, made.pid);
     return made;
   }
 

@@ -15,9 +15,9 @@
  *
  * Two ways in:
  *
- * - born inside (cgroup v1): the spawner thread that calls `posix_spawn` moves into `work`
- *   (v1 moves one thread by its id) for the call, so the child is in `work` from its first
- *   instruction ({@linkcode threadIntoWork});
+ * - born inside (cgroup v1): the spawner thread that calls `posix_spawn` moves itself into
+ *   `work` (v1 moves single threads) for the call, so the child is in `work` from its first
+ *   instruction ({@linkcode threadWorkFds});
  * - moved after ({@linkcode intoWork}; {@linkcode treeIntoWork} for Chromium, which puppeteer
  *   starts, with whatever it forked before the server saw it): a child born beside the server (v2, whose domain cgroups
  *   take whole processes; a spawn that is not on a spawner thread; a spawn refused because a bomb
@@ -158,12 +158,20 @@ export function intoHome(pid: number): boolean {
 }
 
 /**
- * Move thread `tid` of this server into `work` (v1), or back beside the server when `inside`
- * is false. False where threads cannot be moved (v2, no `work`).
+ * The descriptors of the v1 `tasks` files a spawner thread moves itself through into `work` and
+ * back beside the server (it writes "0": `confine/spawner.ts`); empty where threads cannot be
+ * moved (v2, no `work`).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { threadWorkFds, workDescriptors } from "./work_cgroup.ts";
+ * if (workDescriptors().tasks.length === 0) assert.deepEqual(threadWorkFds().into, []);
+ * ```
  */
-export function threadIntoWork(tid: number, inside = true): boolean {
+export function threadWorkFds(): { into: number[]; back: number[] } {
   const { tasks, back } = workDescriptors();
-  return writeEach(inside ? tasks : back, tid);
+  return { into: tasks, back };
 }
 
 /**

@@ -440,7 +440,12 @@ export function enterArgv(ref: CgroupRef, argv: string[], inherited: string[] = 
   // v2 trees below `work`: the sandbox's cgroup namespace is rooted there (`tree_delegation.ts`).
   const treesInWork = reserve && inherited.some((s) => s.startsWith("trees2:"));
   const entry = reserve ? entryDirs(ref, treesInWork) : [...new Set(Object.values(ref.dirs))];
-  const files = entry.map((d) => q(join(d, "cgroup.procs"))).join(" ");
+  // v1: the shell (one thread) moves itself through `tasks` by writing "0", which the kernel
+  // does without its global threadgroup lock; a pid in `cgroup.procs` takes that lock, whose
+  // taking after an idle spell waits for an RCU grace period (about 6 ms here). v2 has no way
+  // but `cgroup.procs`.
+  const [file, self] = ref.version === 1 ? ["tasks", "0"] : ["cgroup.procs", "$$"];
+  const files = entry.map((d) => q(join(d, file))).join(" ");
   const work = reserve ? workDescriptorFiles(ref, treesInWork) : { files: [], spec: "" };
   const opens = work.files.map(([fd, file]) => `exec ${fd}>${q(file)} || exit 125; `).join("");
   const spec = [work.spec, ...inherited].filter(Boolean).join(";");
@@ -448,7 +453,7 @@ export function enterArgv(ref: CgroupRef, argv: string[], inherited: string[] = 
   return [
     "/bin/sh",
     "-c",
-    `for f in ${files}; do echo $$ > "$f" || exit 125; done; ${opens}${named}exec "$@"`,
+    `for f in ${files}; do echo ${self} > "$f" || exit 125; done; ${opens}${named}exec "$@"`,
     "sandbar-enter",
     ...argv,
   ];
