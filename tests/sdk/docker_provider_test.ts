@@ -124,6 +124,18 @@ Deno.test({
     // The snapshots prepared for the package are the code cache it reads (`module_cache.ts`).
     assert.ok(top.includes("v8_code_cache_v2"), seen.stdout);
     assert.deepEqual(levels, pkg.split("/").filter(Boolean).map((c) => [c]), seen.stdout);
+    // That DENO_DIR is the container's own (links to the snapshots): the package's snapshots
+    // removed on the host meanwhile (by another package's program, unused for long) take
+    // nothing from it, and the Python context below loads its group's modules from it.
+    await Deno.remove(join(home, "module-cache"), { recursive: true });
+    const still = await provider.engine.exec(`sandbar-${sandbox.id}`, [
+      "sh",
+      "-c",
+      'test -s "$0/v8_code_cache_v2" && ls "$0/npm" | head -n 1',
+      cache,
+    ]);
+    assert.equal(still.exitCode, 0, still.stdout);
+    assert.notEqual(still.stdout.trim(), "", "the npm packages are still there");
     await sandbox.files.write("data.txt", "hello");
     assert.equal(await sandbox.files.read("/home/user/data.txt"), "hello");
     const code = await sandbox.runCode("x = open('data.txt').read() * 2\nprint(x)");

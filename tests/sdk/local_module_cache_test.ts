@@ -17,6 +17,7 @@ import {
   packageCacheDirs,
   START_MODULES,
 } from "../../sdk/providers/local/module_cache.ts";
+import { Sandbox } from "../../sdk/mod.ts";
 import { dropSandbarHome, runChild, useSandbarHome } from "./sandbox_helpers.ts";
 
 const home = await useSandbarHome();
@@ -186,6 +187,46 @@ console.log(JSON.stringify({ exitCode: ran.exitCode, mounts, names, sizes, emitt
       }
     } finally {
       await Deno.remove(cache, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "snapshots removed by another process are made again; another package's are kept while used",
+  ignore: !findBwrap(), // needs bubblewrap (the sandboxes made from the snapshots)
+  fn: async () => {
+    const run = async () => {
+      await using sandbox = await Sandbox.create({ timeout: 60 });
+      assert.equal((await sandbox.commands.run("echo ok")).stdout, "ok\n");
+    };
+    await run();
+    const ours = preparedDir();
+    const caches = join(home, "module-cache");
+    // Two other packages' snapshots (two checkouts sharing the home): one made a minute ago, one
+    // unused for two hours.
+    const recent = join(caches, "0".repeat(24));
+    const stale = join(caches, "f".repeat(24));
+    for (const [dir, ago] of [[recent, 60_000], [stale, 2 * 3600_000]] as const) {
+      await Deno.mkdir(dir);
+      const then = new Date(Date.now() - ago);
+      await Deno.utime(dir, then, then);
+    }
+    try {
+      // Ours removed meanwhile (by another package's program, after an hour unused): this
+      // process's next sandbox has them made again, and no sandbox goes without.
+      await Deno.remove(ours, { recursive: true });
+      await run();
+      for (const name of CACHE_DATABASES) {
+        for (const suffix of ["", "-wal", "-shm"]) {
+          assert.ok((await Deno.stat(join(ours, name + suffix))).isFile, `${name}${suffix} again`);
+        }
+      }
+      const left = [...Deno.readDirSync(caches)].map((e) => join(caches, e.name)).sort();
+      assert.deepEqual(left, [recent, ours].sort(), "the one unused for two hours is removed");
+    } finally {
+      await Deno.remove(recent, { recursive: true }).catch(() => {});
+      await Deno.remove(stale, { recursive: true }).catch(() => {});
     }
   },
 });

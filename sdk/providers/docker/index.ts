@@ -25,7 +25,7 @@ import { placeholderEnvs, withPlaceholders } from "../secret_placeholders.ts";
 import { capabilityNames } from "../capabilities.ts";
 import { denoDir } from "../local/launch.ts";
 import { cacheSandboxModules, packageSource } from "../local/package_source.ts";
-import { warmModuleCache } from "../local/module_cache.ts";
+import { linkModuleCache, packageCacheDirs, warmModuleCache } from "../local/module_cache.ts";
 import { removeTree, sandbarHome, writeAtomic } from "../local/state.ts";
 import type {
   PortAddress,
@@ -346,7 +346,14 @@ export class DockerProvider implements SandboxProvider {
     await cacheSandboxModules(source, cache);
     // From a checkout: the modules' transpiled JavaScript into the cache the container mounts
     // read-only, so that the server does not transpile its modules at every start.
-    const moduleCache = await warmModuleCache(source, cache, this.#sandbarHome) ?? undefined;
+    const prepared = await warmModuleCache(source, cache, this.#sandbarHome);
+    // The container's own links to them: whatever becomes of the package's snapshots while it
+    // lives (`linkModuleCache`).
+    const moduleCache = prepared === null ? undefined : await linkModuleCache(
+      prepared,
+      join(hostDir, "deno-dir"),
+      packageCacheDirs(source, cache),
+    );
     // What the image has, when one of its sandboxes looked before (the start script then does not).
     const probeAt = probeEntry(this.#sandbarHome, image.Id, request.envs, volumes);
     const probed = probeAt ? await readProbe(probeAt) : null;

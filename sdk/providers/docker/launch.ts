@@ -280,7 +280,10 @@ export interface ContainerInputs {
   disk?: number;
   /** The sandbox's egress CA directory on the host (with secrets), bound read-only inside. */
   egressCaDir?: string;
-  /** The caches prepared for the package (`module_cache.ts`), made the container's `DENO_DIR`. */
+  /**
+   * The caches prepared for the package, as the container's own links to them
+   * (`module_cache.ts`, `linkModuleCache`): made the container's `DENO_DIR`.
+   */
   moduleCache?: string;
   /** What the image has (`code`, `browser`) when known (`probe_cache.ts`); else the script looks. */
   probed?: string[];

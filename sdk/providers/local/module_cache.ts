@@ -26,8 +26,8 @@
  * module keeps its name (a code cache entry is found by the module's URL), holding these snapshots
  * and the package's parts of the host's `npm/`, `remote/` and `gen/` (`packageCacheDirs`), all
  * read-only: a local sandbox's is a tmpfs made read-only once filled (`launch.ts`); a container's
- * is this directory itself, whose empty directories at those paths the engine binds the host's
- * over (`docker/launch.ts`).
+ * is a directory of its own with hard links to the snapshots ({@linkcode linkModuleCache}), whose
+ * empty directories at those paths the engine binds the host's over (`docker/launch.ts`).
  *
  * A sandbox never gets the host's `DENO_DIR` itself. (Its live databases were ~10 ms faster to
  * read, to a local sandbox's first command's result, while the snapshots' `-shm` was an empty file:
@@ -124,16 +124,28 @@ export function packageCacheDirs(source: PackageSource, denoDir: string): string
 const TEMP_PREFIX = ".new-";
 /** After this long a snapshot in the making was abandoned (its process died). */
 const ABANDONED_MS = 10 * 60_000;
+/**
+ * Another package's snapshots unused for this long are removed (each create of a package marks
+ * its own as used, at most once a minute per process): two packages that share a home (two
+ * checkouts, an upgrade with programs of the old version still running) each keep theirs, and
+ * neither makes its own again after each create of the other.
+ */
+const UNUSED_MS = 60 * 60_000;
+/** How often a process marks the snapshots it uses as used (their directory's time). */
+const MARK_MS = 60_000;
 
 /** By `SANDBAR_HOME` and `DENO_DIR`: the preparation of this process. */
 const prepared = new Map<string, Promise<string | null>>();
+/** By snapshot directory: when this process last marked it as used. */
+const marked = new Map<string, number>();
 
 /**
  * Prepare Deno's caches (`denoDir`) for the sandbox's modules of `source`, unless `home` already
- * holds them for this package. Once per process and `home`. Resolves to the directory of the snapshots
+ * holds them for this package. Once per process and `home`, and again when they are gone (another
+ * process removed them, unused for long). Resolves to the directory of the snapshots
  * (`CACHE_DATABASES`) a sandbox's `DENO_DIR` is made from, or null when they could not be made.
  */
-export function warmModuleCache(
+export async function warmModuleCache(
   source: PackageSource,
   denoDir: string,
   home: string,
@@ -141,7 +153,17 @@ export function warmModuleCache(
   const key = `${home}\0${denoDir}`;
   let done = prepared.get(key);
   if (!done) prepared.set(key, done = prepare(source, denoDir, home));
-  return done;
+  let dir = await done;
+  if (dir !== null && !complete(dir)) {
+    if (prepared.get(key) === done) prepared.set(key, prepare(source, denoDir, home));
+    dir = await prepared.get(key)!;
+  }
+  if (dir !== null && Date.now() - (marked.get(dir) ?? 0) > MARK_MS) {
+    marked.set(dir, Date.now());
+    const now = new Date();
+    await Deno.utime(dir, now, now).catch(() => {});
+  }
+  return dir;
 }
 
 async function prepare(
@@ -151,7 +173,7 @@ async function prepare(
 ): Promise<string | null> {
   const caches = join(home, "module-cache");
   const dir = join(caches, await packageFingerprint());
-  if (await complete(dir)) return dir;
+  if (complete(dir)) return dir;
   if (source.dir !== null && !await run(source, denoDir, cacheArgs(source, source.dir))) {
     return null;
   }
@@ -174,37 +196,63 @@ async function prepare(
     }
     // Another process may have made it meanwhile: theirs is as good. What is there otherwise
     // is half made, or an earlier version's stamp file.
-    if (!await complete(dir)) await Deno.remove(dir, { recursive: true }).catch(() => {});
+    if (!complete(dir)) await Deno.remove(dir, { recursive: true }).catch(() => {});
     await Deno.rename(temp, dir).catch(() => {});
   } catch {
     return null;
   } finally {
     await Deno.remove(temp, { recursive: true }).catch(() => {});
   }
-  // One package's caches are enough: those of the packages before it need no keeping (a sandbox
-  // started from them holds its files open; one started again goes without). Another process's
-  // snapshot in the making is left alone, unless it was abandoned long ago.
+  // Other packages' caches are kept while used (`UNUSED_MS`): a live sandbox never needs them
+  // (a local one's binds hold its files, a container's are links of its own,
+  // `linkModuleCache`), but a program of that package makes its next sandboxes from them.
+  // Another process's snapshot in the making is left alone, unless it was abandoned long ago.
   for await (const e of Deno.readDir(caches)) {
     const path = join(caches, e.name);
     if (path === dir) continue;
-    if (e.name.startsWith(TEMP_PREFIX)) {
-      const age = Date.now() - ((await Deno.stat(path).catch(() => null))?.mtime?.getTime() ?? 0);
-      if (age < ABANDONED_MS) continue;
-    }
+    const age = Date.now() - ((await Deno.stat(path).catch(() => null))?.mtime?.getTime() ?? 0);
+    if (age < (e.name.startsWith(TEMP_PREFIX) ? ABANDONED_MS : UNUSED_MS)) continue;
     await Deno.remove(path, { recursive: true }).catch(() => {});
   }
-  return await complete(dir) ? dir : null;
+  return complete(dir) ? dir : null;
 }
 
+/** The files of the snapshots, relative to their directory: each database and its two files. */
+const SNAPSHOT_FILES = CACHE_DATABASES.flatMap((name) => ["", "-wal", "-shm"].map((s) => name + s));
+
 /** Whether `dir` holds every snapshot with its two files (renamed into place once whole). */
-async function complete(dir: string): Promise<boolean> {
-  for (const name of CACHE_DATABASES) {
-    for (const suffix of ["", "-wal", "-shm"]) {
-      const file = await Deno.stat(join(dir, name + suffix)).catch(() => null);
-      if (!file?.isFile) return false;
+function complete(dir: string): boolean {
+  return SNAPSHOT_FILES.every((name) => {
+    try {
+      return Deno.statSync(join(dir, name)).isFile;
+    } catch {
+      return false;
     }
+  });
+}
+
+/**
+ * A sandbox's own `DENO_DIR` at `to`, made of hard links to the snapshots in `prepared` and the
+ * empty directories of `dirs` (where an engine binds the host's directories over): what a
+ * container binds for as long as it lives, whatever becomes of `prepared` meanwhile (removed
+ * with its package, unused; a bound directory emptied under a running container would leave
+ * its lazily loaded modules nowhere). Resolves to `to`, or to `prepared` itself where links
+ * cannot be made (another file system).
+ */
+export async function linkModuleCache(
+  prepared: string,
+  to: string,
+  dirs: readonly string[],
+): Promise<string> {
+  try {
+    await Deno.mkdir(to, { mode: 0o755 });
+    for (const name of SNAPSHOT_FILES) await Deno.link(join(prepared, name), join(to, name));
+    for (const d of dirs) await Deno.mkdir(join(to, d), { recursive: true });
+    return to;
+  } catch {
+    await Deno.remove(to, { recursive: true }).catch(() => {});
+    return prepared;
   }
-  return true;
 }
 
 /** `deno cache` of everything a sandbox runs, with the server's configuration (a checkout). */
