@@ -14,7 +14,8 @@
  * the real server as a child under the narrowest Deno permissions the policy implies (see
  * `server/confine/deno_permissions.ts`). `--no-narrow` skips that and serves in this process. When listening,
  * the server prints one JSON line on stdout:
- * `{"event":"listening","url":"http://…","pty_url":"ws://…"}`.
+ * `{"event":"listening","url":"http://…","pty_url":"ws://…","capabilities":["code",…]}` (the
+ * default identity's capability names, as its capabilities document gives them).
  *
  * `--abstract-sockets` is for a server behind a relay preloaded into its process (a local or
  * docker sandbox's): it then listens on two abstract Unix sockets with random names where the
@@ -79,7 +80,8 @@ environment:
   SANDBAR_DATA_DIR   the default of --data-dir
   SANDBAR_ABSTRACT_SOCKETS  off: TCP even with --abstract-sockets
 
-Once listening it prints {"event":"listening","url":…,"pty_url":…} on stdout; the policy's
+Once listening it prints {"event":"listening","url":…,"pty_url":…,"capabilities":[…]} on
+stdout (the default identity's capability names); the policy's
 warnings go to stderr. It stops on SIGINT or SIGTERM, and when the process that started it ends.`;
 
 /** A command line that asks for something other than a server. */
@@ -242,11 +244,13 @@ async function launch(args: Args, raw: string[]): Promise<number> {
 
 async function serve(args: Args): Promise<number> {
   // Loaded here, not at the top: the launcher (`launch`) needs none of the server's modules.
-  const [{ startServer }, { protectPath }, { withholdPaths }] = await Promise.all([
-    import("./serve.ts"),
-    import("./confine/confinement.ts"),
-    import("./files/withheld.ts"),
-  ]);
+  const [{ startServer }, { protectPath }, { withholdPaths }, { capabilityNamesOf }] = await Promise
+    .all([
+      import("./serve.ts"),
+      import("./confine/confinement.ts"),
+      import("./files/withheld.ts"),
+      import("./handlers/core/capabilities.ts"),
+    ]);
   hideFromSameUser();
   await checkRoot(args.root);
   workDescriptors(); // before any child: the variable reaches none
@@ -311,7 +315,12 @@ async function serve(args: Args): Promise<number> {
     await stop(server);
     return 0;
   }
-  console.log(JSON.stringify({ event: "listening", url: server.url, pty_url: server.ptyUrl }));
+  // With the default identity's capability names: what a provider would otherwise ask for.
+  const own = server.state.policy.identities.find((i) => i.token === server.token);
+  const capabilities = own ? capabilityNamesOf(server.state, own) : undefined;
+  console.log(
+    JSON.stringify({ event: "listening", url: server.url, pty_url: server.ptyUrl, capabilities }),
+  );
   console.error(`sandbar: listening on ${server.url} (PTY ${server.ptyUrl})`);
   if (args["await-claim"]) {
     try {

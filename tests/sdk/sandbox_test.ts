@@ -4,6 +4,7 @@
  * terminals, `startServer`, and the access token's narrow rights.
  */
 
+import { type CapabilitiesDocumentLike, capabilityNames } from "../../shared/capability_names.ts";
 import assert from "node:assert/strict";
 import {
   CapabilityNotSupportedError,
@@ -137,6 +138,9 @@ Deno.test("E3004: a sandbox whose policy turns run_code off has no code capabili
   await using sandbox = await Sandbox.create({ policy: { endpoints: { run_code: false } } });
   assert.ok(!sandbox.capabilities.has("code"));
   assert.ok(sandbox.capabilities.has("shell"));
+  // What the server's listening line named is what its capabilities document says.
+  const doc = await sandbox.server.transport.json<CapabilitiesDocumentLike>("capabilities");
+  assert.deepEqual([...sandbox.capabilities].sort(), [...capabilityNames(doc), "ports"].sort());
   for (
     const call of [
       () => sandbox.runCode("print(1)"),

@@ -22,7 +22,7 @@ import {
 import type { SandboxEvent, SandboxInfo, SandboxMetrics } from "../../models/sandbox.ts";
 import { newSandboxId, newSandboxToken } from "../ids.ts";
 import { placeholderEnvs, withPlaceholders } from "../secret_placeholders.ts";
-import { capabilityNames } from "../capabilities.ts";
+import { capabilityNames } from "../../../shared/capability_names.ts";
 import { denoDir } from "../local/launch.ts";
 import { cacheSandboxModules, packageSource } from "../local/package_source.ts";
 import { linkModuleCache, packageCacheDirs, warmModuleCache } from "../local/module_cache.ts";

@@ -26,7 +26,7 @@
  */
 
 import { basename, dirname, join } from "node:path";
-import { capabilityNames } from "../capabilities.ts";
+import { capabilityList, capabilityNames } from "../../../shared/capability_names.ts";
 import { workLimits } from "./cgroup_reserve.ts";
 import { chooseCpus } from "./cpu_affinity.ts";
 import { closeTreeDelegation, openTreeDelegation } from "./tree_delegation.ts";
@@ -589,7 +589,9 @@ export async function supervise(path: string, host: SupervisorHost): Promise<Sup
     const why = `sandbar: no cgroup for the server's process trees: ${delegation.reason}\n`;
     await sup.log.write(new TextEncoder().encode(why));
   }
-  const listening = Promise.withResolvers<{ url: string; pty_url: string }>();
+  const listening = Promise.withResolvers<
+    { url: string; pty_url: string; capabilities?: unknown }
+  >();
   const relayReady = sup.channel?.ready ?? Promise.resolve();
   const onLine = (line: string) => {
     try {
@@ -651,7 +653,12 @@ export async function supervise(path: string, host: SupervisorHost): Promise<Sup
     }
     await Deno.remove(dir.controlSocket).catch(() => {});
     sup.stopControl = serveControl(dir.controlSocket, (r) => sup.control(r));
-    state.capabilities = await discover(state, sup.gateways[0].port);
+    // Said in the listening line (only the sandbox's own relay and server write there); asked
+    // for through the gateway when it is not (`discover`).
+    const said = capabilityList(addresses.capabilities);
+    state.capabilities = said
+      ? [...said, "ports"].sort()
+      : await discover(state, sup.gateways[0].port);
     if (state.pool) await warmUp(state, sup.gateways[0].port);
   } catch (e) {
     clearTimeout(timeout);

@@ -14,6 +14,7 @@ import type { EndpointState, Identity } from "../../policy/compile.ts";
 import { missingScope } from "../../policy/scopes.ts";
 import type { ServerState } from "../../state.ts";
 import { SERVER_VERSION } from "../../version.ts";
+import { capabilityNames } from "../../../shared/capability_names.ts";
 import { readBody } from "../../request_reader.ts";
 import type { EndpointHandler } from "../../pipeline/handler.ts";
 
@@ -70,6 +71,19 @@ function endpointParams(state: ServerState, id: string): Record<string, unknown>
   }
   if (id === "browser_navigate") return { url_allow: p.urlAllow, url_deny: p.urlDeny };
   return undefined;
+}
+
+/**
+ * The capability names of `identity` (`shared/capability_names.ts`), as its capabilities
+ * document gives them: what the listening line says for the default identity, so that a
+ * provider need not ask for the whole document before its sandbox is ready.
+ */
+export function capabilityNamesOf(state: ServerState, identity: Identity): string[] {
+  const endpoints: Record<string, { allowed: boolean; group: string }> = {};
+  for (const [id, e] of state.policy.endpoints) {
+    endpoints[id] = { allowed: reasonFor(e, identity) === null, group: e.spec.group };
+  }
+  return capabilityNames({ endpoints });
 }
 
 /**
