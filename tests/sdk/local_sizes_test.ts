@@ -186,6 +186,17 @@ Deno.test({
     assert.throws(() => Deno.statSync(dir), "a killed sandbox leaves nothing on disk");
     const mounts = Deno.readTextFileSync("/proc/self/mountinfo");
     assert.ok(!mounts.includes(dir), "its mount is gone");
+    // The next sandbox of that size gets an empty disk (a copy of the home's empty image, which
+    // no sandbox ever mounts): nothing of the one before, and all of its size free.
+    await using next = await Sandbox.create({ disk: 64 });
+    const seen = await next.commands.run("ls -A /home/user /tmp; df -k --output=used /home/user");
+    assert.equal(seen.stdout.split("\n").filter((l) => /big|more/.test(l)).length, 0, seen.stdout);
+    const used = Number(seen.stdout.trim().split("\n").at(-1));
+    assert.ok(used < 4096, `${used} KiB used on a new disk`);
+    const template = `${home}/disk-templates/ext4-64m.img`;
+    assert.equal(Deno.statSync(template).size, 64 * 1024 * 1024);
+    const looped = new Deno.Command("losetup", { args: ["-j", template] }).outputSync();
+    assert.equal(new TextDecoder().decode(looped.stdout), "", "the template is on no loop device");
   },
 });
 

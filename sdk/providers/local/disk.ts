@@ -7,9 +7,10 @@
  * Why an image rather than the alternatives: a tmpfs with `size=` (bubblewrap's `--size`) is
  * memory, charged to the sandbox's memory limit, and gone when its mount namespace ends, so a
  * paused sandbox's files could not outlive its supervisor; project quotas need a file system
- * mounted with `prjquota`, which the host's is not by default. An image costs about 17 ms to make
- * (`mkfs.ext4` of a sparse file) and 10 ms to mount, takes on the host only what is written,
- * and survives the host: a sandbox paused when its supervisor dies is mounted again on resume.
+ * mounted with `prjquota`, which the host's is not by default. An image costs about 4.5 ms to make
+ * (a sparse copy of an empty one, {@linkcode makeImage}) and 8 ms to mount, takes on the host only
+ * what is written, and survives the host: a sandbox paused when its supervisor dies is mounted
+ * again on resume.
  *
  * Mounting needs root (and `mkfs.ext4`, `mount`, a loop device); elsewhere {@linkcode
  * diskSupport} says why, a sandbox that asks for `disk` is refused, and the writable areas are
@@ -84,8 +85,31 @@ export function isMounted(dir: string): boolean {
   }
 }
 
-/** Make an empty ext4 image of `mb` MiB at `image` (sparse: it takes only what is written). */
-export async function makeImage(image: string, mb: number): Promise<void> {
+/**
+ * Make an empty ext4 image of `mb` MiB at `image`: a sparse copy (`cp --sparse=always`, about
+ * 4.5 ms) of the template of that size in `templates`, which `mkfs.ext4` (about 8 ms) makes once
+ * per size and home. The copies share the template's file system UUID and directory hash seed:
+ * nothing inside a sandbox reads them (it has no device of its disk), and each copy is a file
+ * system of its own, mounted for one sandbox.
+ */
+export async function makeImage(image: string, mb: number, templates: string): Promise<void> {
+  const template = join(templates, `ext4-${mb}m.img`);
+  if (!(await Deno.stat(template).catch(() => null))?.isFile) {
+    await Deno.mkdir(templates, { recursive: true, mode: 0o700 });
+    // Made beside it, then renamed into place whole: creates racing it each make their own.
+    const temp = `${template}.${crypto.randomUUID()}.new`;
+    try {
+      await makeEmptyImage(temp, mb);
+      await Deno.rename(temp, template);
+    } finally {
+      await Deno.remove(temp).catch(() => {});
+    }
+  }
+  await run(["cp", "--sparse=always", template, image]);
+}
+
+/** `mkfs.ext4` of a new sparse file of `mb` MiB at `image` (it takes only what is written). */
+async function makeEmptyImage(image: string, mb: number): Promise<void> {
   const file = await Deno.open(image, { createNew: true, write: true, mode: 0o600 });
   try {
     await file.truncate(mb * 1024 * 1024);
@@ -146,9 +170,13 @@ export async function removeSandboxFiles(dir: SandboxDir): Promise<void> {
  * Make the sandbox's disk: an image of `mb` MiB mounted at its `disk/` (or, with `mb` null, a
  * plain directory), holding its home, `/tmp` and run directory.
  */
-export async function prepareDisk(dir: SandboxDir, mb: number | null): Promise<void> {
+export async function prepareDisk(
+  dir: SandboxDir,
+  mb: number | null,
+  templates: string,
+): Promise<void> {
   if (mb !== null) {
-    await makeImage(dir.image, mb);
+    await makeImage(dir.image, mb, templates);
     await mountImage(dir.image, dir.disk);
   } else {
     await Deno.mkdir(dir.disk, { mode: 0o755 });

@@ -349,7 +349,7 @@ export class LocalProvider implements SandboxProvider {
     pooled?: string,
   ): Promise<SandboxHandle> {
     const sizes = sizesFor(request, id, this.#limits);
-    await prepareDisk(dir, sizes.disk);
+    await prepareDisk(dir, sizes.disk, join(this.home, "disk-templates"));
     await Deno.mkdir(dir.channel, { mode: 0o700 });
     const serverToken = newSandboxToken();
     const commandsFile = request.commandsFile

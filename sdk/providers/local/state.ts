@@ -14,6 +14,7 @@
  *                 disk/run/   policy, server state (/run/sandbar inside)
  * sandboxes/<id>/channel/     the supervisor's socket for the relay (read-only inside)
  * sandboxes/<id>/sandbox.log  what the sandbox's server printed (bounded)
+ * disk-templates/ext4-<n>m.img an empty disk image of n MiB, which each sandbox's is copied from
  * ```
  *
  * The SDK writes the first state (status `creating`); from then on only the sandbox's
