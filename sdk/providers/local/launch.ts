@@ -410,14 +410,18 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
   const secretVars = { SVC_SERVER_TOKEN: "server_token", [inputs.access.env]: "access_token" };
   const secrets: Record<string, string> = {};
   const reads: string[] = [];
+  const tokenFiles: string[] = [];
   const assigns: string[] = Object.entries(channelVars).map(([k, v]) => `${k}=${shellQuote(v)}`);
   for (const [variable, file] of Object.entries(secretVars)) {
     secrets[file] = env[variable];
     delete env[variable];
     const path = shellQuote(join(INSIDE_RUN, file));
-    reads.push(`read -r ${variable} < ${path} && rm -f ${path}`);
+    reads.push(`read -r ${variable} < ${path}`);
+    tokenFiles.push(path);
     assigns.push(`${variable}="$${variable}"`);
   }
+  // One `rm` for both (each is a program's start).
+  reads.push(`rm -f ${tokenFiles.join(" ")}`);
   // On cgroup v2 with `work` delegated for process trees, the sandbox's cgroup namespace was
   // rooted at `work`: bubblewrap's init and this shell leave it for the `server` leaf by the
   // host-opened `home:` descriptor before the server starts, so the server's memory is charged to
