@@ -146,7 +146,41 @@ export async function main(args: string[] = Deno.args): Promise<number> {
     console.log(`ratio ${name} / bare true (p50): ${(p50(name) / baseline).toFixed(2)}`);
   }
   if (spawner) await setUpCost();
+  await afterIdle(cases[0][1], cases[1][1], p50('server shell "true"'));
   return ratio;
+}
+
+/**
+ * `shell` of `true` after an idle spell (200 ms with nothing to do) against the bare spawn after
+ * the same spell, alternated, and against `shell` back to back (`busy`, the p50 above): what a
+ * command costs when it is not one of a stream. A move into a cgroup by pid after an idle spell
+ * waits for an RCU grace period (`server/process/tree_cgroups.ts`); this bench's server, outside
+ * a sandbox, puts its trees in a cgroup v2 hierarchy where there is one, and moves itself there
+ * for each spawn (measured on the 2-core test machine: 11.1 ms after idle against 2.4 back to
+ * back; 3.9 ms with cgroup2 mounted `favordynmods`).
+ */
+async function afterIdle(
+  shell: () => Promise<void>,
+  bare: () => Promise<void>,
+  busy: number,
+  rounds = 15,
+): Promise<void> {
+  const times = { shell: [] as number[], bare: [] as number[] };
+  for (let i = 0; i < rounds; i++) {
+    for (const [kind, run] of [["shell", shell], ["bare", bare]] as const) {
+      await new Promise((r) => setTimeout(r, 200));
+      const t0 = performance.now();
+      await run();
+      times[kind].push(performance.now() - t0);
+    }
+  }
+  const idleShell = percentile(times.shell, 0.5);
+  const idleBare = percentile(times.bare, 0.5);
+  console.log(
+    `after 200 ms idle (p50 of ${rounds}): server shell "true" ${idleShell.toFixed(3)} ms, bare ` +
+      `true ${idleBare.toFixed(3)} ms; ratio ${(idleShell / idleBare).toFixed(2)}, ` +
+      `${(idleShell / busy).toFixed(2)}x the shell back to back`,
+  );
 }
 
 /**
