@@ -187,6 +187,13 @@ Deno.test({
 });
 
 Deno.test({
+  name:
+    "process trees (cgroup v1, Deno.Command spawns): the shell moves itself in before the program runs",
+  ignore: !hasV1, // needs a writable cgroup v1 freezer hierarchy
+  fn: (t) => cases(t, { SANDBAR_PROCESS_TREES: "cgroup1", SANDBAR_PROCESS_SPAWN: "command" }, true),
+});
+
+Deno.test({
   name: "process trees (session fallback): what keeps its session or parent ends with its owner",
   fn: (t) => cases(t, { SANDBAR_PROCESS_TREES: "session" }, false),
 });
