@@ -6,6 +6,7 @@
  */
 
 import assert from "node:assert/strict";
+import { dirname } from "node:path";
 import {
   type CommandHandle,
   LocalProvider,
@@ -64,6 +65,40 @@ Deno.test("create: an isolated sandbox with its state on disk, killed without a 
   assert.equal(sandbox.status, "stopped");
   await assertNothingLeft(home, sandbox.id);
   await sandbox.kill(); // again: nothing to do
+});
+
+Deno.test("the server's permissions name what is inside: the sandbox's PATH and Deno, nothing only the host has", async () => {
+  await using sandbox = await Sandbox.create();
+  // The server itself (bubblewrap's own processes name it in their script too).
+  const server = sandboxChildren(`${home}/sandboxes/${sandbox.id}`)
+    .find((p) => p.cmdline.split("\0")[0] === "/opt/sandbar/bin/deno");
+  assert.ok(server, "the sandbox's server is a descendant of its bubblewrap");
+  const argv = server.cmdline.split("\0");
+  const reads = argv.filter((a) => a.startsWith("--allow-read=")).flatMap((a) =>
+    a.slice("--allow-read=".length).split(",")
+  );
+  // Seen through the server's own root: every path it may read is there inside.
+  const inside = (path: string) => {
+    try {
+      Deno.statSync(`/proc/${server.pid}/root${path}`);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  // (The relay's key file is gone: spent and removed before the server loaded.)
+  for (const path of reads.filter((p) => !p.endsWith("/relay_key"))) {
+    assert.ok(inside(path), `${path} is named but not inside`);
+  }
+  assert.ok(reads.includes("/opt/sandbar/bin"), `the Deno inside, among ${reads.join(",")}`);
+  // The host's PATH directories that the sandbox does not have (where npx keeps Deno, a
+  // ~/.cargo/bin) are not named: the host's layout is no business of the sandbox.
+  for (const dir of (Deno.env.get("PATH") ?? "").split(":").filter(Boolean)) {
+    if (!inside(dir)) assert.ok(!reads.includes(dir), `the host's ${dir} is named`);
+  }
+  assert.ok(!reads.includes(dirname(Deno.execPath())) || inside(dirname(Deno.execPath())));
+  const found = await sandbox.commands.run("command -v deno");
+  assert.equal(found.stdout.trim(), "/opt/sandbar/bin/deno");
 });
 
 Deno.test("the sandbox cannot reach the host's loopback", async () => {

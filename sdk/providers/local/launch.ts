@@ -229,6 +229,7 @@ function serverArgs(
   env: Record<string, string>,
   denoFlags: readonly string[] = [],
   abstractSockets = false,
+  inside?: { path: string; denoDir: string },
 ) {
   const policyFile = join(paths.run, "policy.json");
   const stateDir = join(paths.run, "state");
@@ -257,6 +258,7 @@ function serverArgs(
     cachedOnly: true,
     denoFlags,
     abstractSockets,
+    inside,
     serverArgs: [
       "--root",
       paths.home,
@@ -371,6 +373,9 @@ export function launchPlan(inputs: LaunchInputs): LaunchPlan {
     env,
     relayFlags,
     true,
+    // Its permissions name the sandbox's `PATH` and Deno, not the host's: the host's directories
+    // (a `~/.cargo/bin`, where `npx` keeps Deno) are not there, and its `/opt/sandbar/bin` is.
+    { path: env.PATH, denoDir: cache },
   );
   env.SANDBAR_STATE_DIR = stateDir;
   // TCP instead of abstract sockets, asked for on the host (tests of the fallback, a kernel
