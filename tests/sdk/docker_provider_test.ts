@@ -49,6 +49,27 @@ async function execExitCode(id: string, cmd: string[]): Promise<number> {
   return (await provider.engine.exec(`sandbar-${id}`, cmd)).exitCode;
 }
 
+/** The audit lines of the endpoint `endpoint` in a sandbox's container log (the server's stderr). */
+async function auditedRequests(id: string, endpoint: string): Promise<number> {
+  const res = await provider.engine.fetch("GET", `/containers/sandbar-${id}/logs`, {
+    query: { stdout: true, stderr: true },
+  });
+  const bytes = new Uint8Array(await res.arrayBuffer());
+  let text = "";
+  for (let at = 0; at + 8 <= bytes.length;) {
+    const size = new DataView(bytes.buffer, at + 4, 4).getUint32(0);
+    text += new TextDecoder().decode(bytes.subarray(at + 8, at + 8 + size));
+    at += 8 + size;
+  }
+  return text.split("\n").filter((line) => {
+    try {
+      return JSON.parse(line).endpoint === endpoint;
+    } catch {
+      return false;
+    }
+  }).length;
+}
+
 /** The sandboxes' host directories under the provider's home. */
 async function hostDirs(): Promise<string[]> {
   const names: string[] = [];
@@ -264,7 +285,12 @@ Deno.test({
       onCreateStep: (step, id) => seen.push([step, id]),
     });
     try {
-      await using sandbox = await Sandbox.create(BASE_IMAGE, { provider: traced, timeout: 60 });
+      // Every request audited, on the server's stderr: the container's log.
+      await using sandbox = await Sandbox.create(BASE_IMAGE, {
+        provider: traced,
+        timeout: 60,
+        policy: { audit: "all" },
+      });
       assert.ok(seen.every(([, id]) => id === sandbox.id), JSON.stringify(seen));
       const steps = seen.map(([step]) => step);
       assert.deepEqual(
@@ -272,12 +298,20 @@ Deno.test({
         ["attached", "checked", "created", "listening", "prepared", "probed", "relay", "started"],
       );
       // The engine's calls one after another; the container's lines and the relay come as it
-      // starts; the check through the relay last.
+      // starts; the capability names known last.
       assert.deepEqual(steps.slice(0, 3), ["prepared", "created", "attached"]);
       assert.equal(steps.at(-1), "checked");
       seen.length = 0;
       await sandbox.commands.run("true");
       assert.deepEqual(seen, [], "only a create reports steps");
+      // The names came from the server's listening line: the create asked for no document. A
+      // connect (no listening line to read) asks for it, and finds the same names.
+      assert.equal(await auditedRequests(sandbox.id, "shell"), 1, "the command's request");
+      assert.equal(await auditedRequests(sandbox.id, "capabilities"), 0);
+      const connected = await Sandbox.connect(sandbox.id, { provider: traced });
+      assert.deepEqual([...connected.capabilities].sort(), [...sandbox.capabilities].sort());
+      assert.ok(sandbox.capabilities.has("commands") && sandbox.capabilities.has("ports"));
+      assert.equal(await auditedRequests(sandbox.id, "capabilities"), 1);
     } finally {
       traced.engine.close();
     }

@@ -90,7 +90,7 @@ export interface DockerProviderOptions {
  * | `probed`    | the start script's line naming what the image has arrived                    |
  * | `relay`     | the relay preloaded into the server connected to this process's socket       |
  * | `listening` | the server's listening line arrived                                          |
- * | `checked`   | the server answered `/capabilities` through the relay (create returns next)  |
+ * | `checked`   | the capability names are known (create returns next): from the listening line, or the server's `/capabilities` through the relay where the line gave none |
  */
 export type DockerCreateStep =
   | "prepared"
@@ -490,7 +490,7 @@ export class DockerProvider implements SandboxProvider {
         startup.wait(id, deadline),
         keeper && egressDir ? keeper.then(() => watchKeeper(egressDir, id)) : null,
       ]);
-      if (probeAt && !probed) await writeProbe(probeAt, found);
+      if (probeAt && !probed) await writeProbe(probeAt, found.has);
       return await this.#handle(id, labels, "running", deadline, startup, () => step("checked"));
     } catch (e) {
       // Not connected yet: nothing else would close the socket (create's cleanup closes a
@@ -615,9 +615,10 @@ export class DockerProvider implements SandboxProvider {
   }
 
   /**
-   * The capability names: the server's document, less what the image lacks. A new sandbox's
-   * `startup` says when its server listens and what the image has; another process's connect
-   * asks the server at once and reads the image's probe from the container's log.
+   * The capability names: the server's, less what the image lacks. A new sandbox's `startup`
+   * says when its server listens, its names and what the image has; another process's connect
+   * asks the server for its document at once and reads the image's probe from the container's
+   * log.
    */
   async #capabilities(
     id: string,
@@ -627,17 +628,19 @@ export class DockerProvider implements SandboxProvider {
     startup?: Startup,
   ): Promise<string[]> {
     const headers = { ...address.headers, authorization: `Bearer ${serverToken}` };
-    const probed = await startup?.wait(id, deadline);
+    const started = await startup?.wait(id, deadline);
+    const named = async (said: string[]) => {
+      const names = new Set([...said, "ports"]);
+      const found = started?.has ?? await this.#probe(id);
+      for (const needs of ["code", "browser"]) if (!found.has(needs)) names.delete(needs);
+      return [...names].sort();
+    };
+    if (started?.capabilities) return named(started.capabilities);
     let last = "";
     while (true) {
       try {
         const res = await fetch(`${address.url}/capabilities`, { headers });
-        if (res.ok) {
-          const names = new Set([...capabilityNames(await res.json()), "ports"]);
-          const found = probed ?? await this.#probe(id);
-          for (const needs of ["code", "browser"]) if (!found.has(needs)) names.delete(needs);
-          return [...names].sort();
-        }
+        if (res.ok) return named(capabilityNames(await res.json()));
         last = `${res.status} ${(await res.text()).slice(0, 300)}`;
       } catch (e) {
         last = (e as Error).message;

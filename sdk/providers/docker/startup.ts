@@ -7,28 +7,50 @@
  * upload before the start), and the provider learns that the server listens when it says so,
  * instead of polling the engine and the server.
  *
- * The container's output is not trusted for anything but timing: a line the image's programs
- * forge only makes the provider ask the server sooner (the capabilities request still has to
- * succeed through the relay).
+ * The server's listening line names its default identity's capabilities (`server/main.ts`),
+ * which the provider takes instead of asking for the server's document through the relay (one
+ * request, ~11 ms of a create). The output comes from the image's own `/bin/sh` and the server
+ * running on the image's own libc, so what it says is trusted as far as anything the container
+ * says, the capabilities document included: a forged line can only misdescribe or break that
+ * sandbox, and the names pass `capabilityList`, which takes only names the SDK knows. Where the
+ * line carries no valid list, the provider asks the server as before.
  *
  * @module
  */
 
+import { capabilityList } from "../../../shared/capability_names.ts";
 import { SandboxError, TimeoutError } from "../../errors/mod.ts";
 import type { Engine, HijackedStream } from "./engine.ts";
 
-/** The line the server prints once it listens (`server/main.ts`). */
-const LISTENING = /"event"\s*:\s*"listening"/;
+/** The line the server prints once it listens (`server/main.ts`), whole. */
+const LISTENING = /^(\{[^\n]*"event"\s*:\s*"listening"[^\n]*)\r?\n/m;
 /** The start script's line naming what the image has (`launch.ts`). */
 const PROBE = /^sandbar-probe(.*)$/m;
+
+/** What a container said as its server started. */
+export interface Started {
+  /** What the image has of what capabilities depend on (`code`, `browser`). */
+  has: Set<string>;
+  /** The capability names of the server's listening line, or null when it gave none valid. */
+  capabilities: string[] | null;
+}
+
+/** The capability names of a listening line, or null. */
+function saidCapabilities(line: string): string[] | null {
+  try {
+    return capabilityList((JSON.parse(line) as { capabilities?: unknown }).capabilities);
+  } catch {
+    return null;
+  }
+}
 
 /** An attach to a container that has not started yet. */
 export class Startup {
   readonly #stream: HijackedStream;
   readonly #step: (step: "probed" | "listening") => void;
   #output = "";
-  /** What the image has (`code`, `browser`) once the server listens; rejects if it ends first. */
-  readonly listening: Promise<Set<string>>;
+  /** What the container said once the server listens; rejects if it ends first. */
+  readonly listening: Promise<Started>;
 
   private constructor(stream: HijackedStream, step: (step: "probed" | "listening") => void) {
     this.#stream = stream;
@@ -64,10 +86,10 @@ export class Startup {
     await this.#stream.closeWrite();
   }
 
-  async #watch(): Promise<Set<string>> {
+  async #watch(): Promise<Started> {
     const decoder = new TextDecoder();
     let probed = false;
-    let listening = false;
+    let listening: string | null = null;
     while (true) {
       const frame = await this.#stream.frame();
       if (!frame) break;
@@ -77,11 +99,17 @@ export class Startup {
         probed = true;
         this.#step("probed");
       }
-      if (!listening && LISTENING.test(this.#output)) {
-        listening = true;
+      const line: RegExpExecArray | null = listening === null ? LISTENING.exec(this.#output) : null;
+      if (line) {
+        listening = line[1];
         this.#step("listening");
       }
-      if (probe && listening) return new Set(probe[1].split(" ").filter((n) => n));
+      if (probe && listening !== null) {
+        return {
+          has: new Set(probe[1].split(" ").filter((n) => n)),
+          capabilities: saidCapabilities(listening),
+        };
+      }
     }
     throw new SandboxError(`The docker sandbox did not start: ${this.#output.trim()}`.trim(), {
       suggestion: "The image needs glibc and /bin/sh; the message ends with what it printed.",
@@ -89,7 +117,7 @@ export class Startup {
   }
 
   /** {@linkcode listening}, or a TimeoutError at `deadline` (ms since the epoch). */
-  async wait(id: string, deadline: number): Promise<Set<string>> {
+  async wait(id: string, deadline: number): Promise<Started> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
