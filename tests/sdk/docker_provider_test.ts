@@ -51,16 +51,7 @@ async function execExitCode(id: string, cmd: string[]): Promise<number> {
 
 /** The audit lines of the endpoint `endpoint` in a sandbox's container log (the server's stderr). */
 async function auditedRequests(id: string, endpoint: string): Promise<number> {
-  const res = await provider.engine.fetch("GET", `/containers/sandbar-${id}/logs`, {
-    query: { stdout: true, stderr: true },
-  });
-  const bytes = new Uint8Array(await res.arrayBuffer());
-  let text = "";
-  for (let at = 0; at + 8 <= bytes.length;) {
-    const size = new DataView(bytes.buffer, at + 4, 4).getUint32(0);
-    text += new TextDecoder().decode(bytes.subarray(at + 8, at + 8 + size));
-    at += 8 + size;
-  }
+  const text = await provider.engine.logs(`sandbar-${id}`);
   return text.split("\n").filter((line) => {
     try {
       return JSON.parse(line).endpoint === endpoint;

@@ -204,6 +204,33 @@ export class Engine {
     throw new SandboxError(`Docker engine: the exec of ${cmd[0]} did not end`);
   }
 
+  /**
+   * A container's output as its log keeps it, stdout and stderr interleaved (the last `tail`
+   * lines, or all), or "" when the engine has no log of it (gone, or a log driver that keeps
+   * none).
+   */
+  async logs(container: string, tail?: number): Promise<string> {
+    const res = await this.fetch("GET", `/containers/${container}/logs`, {
+      query: { stdout: true, stderr: true, tail: tail ?? "all" },
+      accept: [404, 409],
+    }).catch(() => null);
+    if (!res || !res.ok) {
+      await res?.body?.cancel();
+      return "";
+    }
+    // Without a TTY, the engine's multiplexed format: an 8-byte head (the stream, 3 bytes of
+    // nothing, the frame's size, big-endian) before each frame.
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    const decoder = new TextDecoder();
+    let out = "";
+    for (let at = 0; at + 8 <= bytes.length;) {
+      const size = new DataView(bytes.buffer, at + 4, 4).getUint32(0);
+      out += decoder.decode(bytes.subarray(at + 8, at + 8 + size), { stream: true });
+      at += 8 + size;
+    }
+    return out + decoder.decode();
+  }
+
   /** `unix:///…` or `tcp://…`, for messages. */
   describe(): string {
     return this.address.kind === "unix"

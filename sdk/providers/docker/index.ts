@@ -669,22 +669,7 @@ export class DockerProvider implements SandboxProvider {
   }
 
   async #logs(id: string): Promise<string> {
-    const res = await this.engine.fetch("GET", `/containers/${containerName(id)}/logs`, {
-      query: { stdout: true, stderr: true, tail: 200 },
-      accept: [404, 409],
-    }).catch(() => null);
-    if (!res || !res.ok) {
-      await res?.body?.cancel();
-      return "";
-    }
-    const bytes = new Uint8Array(await res.arrayBuffer());
-    let out = "";
-    for (let at = 0; at + 8 <= bytes.length;) {
-      const size = new DataView(bytes.buffer, at + 4, 4).getUint32(0);
-      out += new TextDecoder().decode(bytes.subarray(at + 8, at + 8 + size));
-      at += 8 + size;
-    }
-    return out.slice(-4000);
+    return (await this.engine.logs(containerName(id), 200)).slice(-4000);
   }
 
   /** The sandbox's info and addresses (opens this process's relay into it). */
