@@ -433,6 +433,9 @@ export async function startServer(options: StartServerOptions = {}): Promise<San
   // 12, interleaved with this order): the line came 20-45 ms sooner, but the caller's first request
   // (`/capabilities`) then waited for the worker's making, and create to the first command's result
   // did not move (local 0.95-1.05 of this order over three runs, docker 0.99-1.01): kept here.
+  // Measured again in session 14, with no request left before the first command (both providers
+  // read the capability names from the line): a local create returned ~20 ms sooner and its first
+  // command waited ~20 ms longer (p50 of the runs' p50s 199.5 against 198.5 ms, 6 rounds of 10).
   const early = preparing && (sockets || (port !== 0 && ptyPort !== 0));
   if (early) {
     state.addresses = addresses(boundAddr(httpBind), boundAddr(ptyBind));
