@@ -49,16 +49,25 @@ async function execExitCode(id: string, cmd: string[]): Promise<number> {
   return (await provider.engine.exec(`sandbar-${id}`, cmd)).exitCode;
 }
 
-/** The audit lines of the endpoint `endpoint` in a sandbox's container log (the server's stderr). */
-async function auditedRequests(id: string, endpoint: string): Promise<number> {
-  const text = await provider.engine.logs(`sandbar-${id}`);
-  return text.split("\n").filter((line) => {
-    try {
-      return JSON.parse(line).endpoint === endpoint;
-    } catch {
-      return false;
-    }
-  }).length;
+/**
+ * The audit lines of the endpoint `endpoint` in a sandbox's container log (the server's stderr),
+ * once there are `expected` of them or 10 s have passed: the server writes a line after its
+ * answer, and the engine copies the output into its log a moment later.
+ */
+async function auditedRequests(id: string, endpoint: string, expected: number): Promise<number> {
+  const until = Date.now() + 10_000;
+  while (true) {
+    const text = await provider.engine.logs(`sandbar-${id}`);
+    const count = text.split("\n").filter((line) => {
+      try {
+        return JSON.parse(line).endpoint === endpoint;
+      } catch {
+        return false;
+      }
+    }).length;
+    if (count >= expected || Date.now() > until) return count;
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 /** The sandboxes' host directories under the provider's home. */
@@ -297,12 +306,13 @@ Deno.test({
       assert.deepEqual(seen, [], "only a create reports steps");
       // The names came from the server's listening line: the create asked for no document. A
       // connect (no listening line to read) asks for it, and finds the same names.
-      assert.equal(await auditedRequests(sandbox.id, "shell"), 1, "the command's request");
-      assert.equal(await auditedRequests(sandbox.id, "capabilities"), 0);
+      // The command's line is in the log, so anything the create asked before it would be too.
+      assert.equal(await auditedRequests(sandbox.id, "shell", 1), 1, "the command's request");
+      assert.equal(await auditedRequests(sandbox.id, "capabilities", 0), 0);
       const connected = await Sandbox.connect(sandbox.id, { provider: traced });
       assert.deepEqual([...connected.capabilities].sort(), [...sandbox.capabilities].sort());
       assert.ok(sandbox.capabilities.has("commands") && sandbox.capabilities.has("ports"));
-      assert.equal(await auditedRequests(sandbox.id, "capabilities"), 1);
+      assert.equal(await auditedRequests(sandbox.id, "capabilities", 1), 1);
     } finally {
       traced.engine.close();
     }

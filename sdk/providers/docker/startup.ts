@@ -9,7 +9,8 @@
  *
  * The server's listening line names its default identity's capabilities (`server/main.ts`),
  * which the provider takes instead of asking for the server's document through the relay (one
- * request, ~11 ms of a create). The output comes from the image's own `/bin/sh` and the server
+ * request fewer: create returns ~9 ms sooner, though its first command then pays the first
+ * request's costs; `docs/sdk/providers.md`). The output comes from the image's own `/bin/sh` and the server
  * running on the image's own libc, so what it says is trusted as far as anything the container
  * says, the capabilities document included: a forged line can only misdescribe or break that
  * sandbox, and the names pass `capabilityList`, which takes only names the SDK knows. Where the
